@@ -1,0 +1,38 @@
+# duckrouter — the two commands that matter: `make run` and `make test`.
+
+SWIFT    ?= swift
+SESSION  ?= Sessions/default.json
+DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools
+BENCH_PACKAGES  := jack-mixer
+
+.PHONY: all deps build release run test bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+## Run the router on $(SESSION), starting `jackd -d dummy` when no JACK server is running.
+run: release
+	@scripts/run.sh .build/release/duckrouter $(SESSION) $(ARGS)
+
+## Every test: unit tests, and integration tests against private jackd servers.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --no-parallel
+
+## Benchmarks; figures go into docs/PERFORMANCE.md.
+bench: deps
+	@scripts/install-deps.sh $(BENCH_PACKAGES)
+	$(SWIFT) build -c release --product duckbench
+	$(SWIFT) build -c release --product duckrouter
+	scripts/bench.sh
+
+clean:
+	rm -rf .build

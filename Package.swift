@@ -1,0 +1,64 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Module boundaries follow ../shared/DESIGN.md §1: exactly one module imports CJack (JackHost),
+// the Engine is pure Swift and real-time safe, executables only wire modules together.
+let package = Package(
+    name: "duckrouter",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "duckrouter", targets: ["duckrouter"]),
+        .executable(name: "duckbench", targets: ["duckbench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // System libraries, found through pkg-config, with non-variadic shims.
+        .systemLibrary(name: "CJack", pkgConfig: "jack",
+                       providers: [.apt(["libjack-jackd2-dev"])]),
+        .systemLibrary(name: "CLiblo", pkgConfig: "liblo",
+                       providers: [.apt(["liblo-dev"])]),
+
+        // The real-time engine: mix plans, gain ramps, the mix kernel family, meters, SPSC queues.
+        .target(name: "Engine"),
+        // The plain C reference kernel the Swift kernels are benchmarked against (built with -O3).
+        .target(name: "CMixReference",
+                cSettings: [.unsafeFlags(["-O3", "-fno-fast-math"])]),
+
+        // The JACK client: lifecycle, ports, connections, callbacks. The only importer of CJack.
+        .target(name: "JackHost", dependencies: ["CJack", "Engine"]),
+        // The vocabulary and (next) the rules of audio sessions: pure Swift, no C, no I/O.
+        .target(name: "Policy"),
+        // Session files: loading and validation.
+        .target(name: "SessionStore", dependencies: ["Policy"]),
+        // The control thread: turns the session and runtime changes into mix plans.
+        .target(name: "RouterCore", dependencies: [
+            "Engine", "JackHost", "SessionStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .executableTarget(name: "duckrouter", dependencies: [
+            "RouterCore", "SessionStore", "JackHost",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "duckbench", dependencies: [
+            "Engine", "CMixReference",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Test support: a malloc/free interposer that counts calls made on one chosen thread,
+        // and helpers that start a private jackd and play/capture audio through real ports.
+        .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
+        .target(name: "JackTestSupport", dependencies: ["JackHost", "Engine"],
+                path: "Tests/JackTestSupport"),
+
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference"]),
+        .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
+        .testTarget(name: "IntegrationTests", dependencies: [
+            "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter",
+        ]),
+    ]
+)

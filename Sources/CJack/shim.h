@@ -1,0 +1,27 @@
+#ifndef CJACK_SHIM_H
+#define CJACK_SHIM_H
+
+#include <jack/jack.h>
+#include <jack/types.h>
+#include <jack/metadata.h>
+#include <jack/ringbuffer.h>
+
+/// jack_client_open is variadic (the server name travels as a trailing vararg), which Swift cannot
+/// call. This wrapper adds JackServerName when a server name is given and never starts a server.
+static inline jack_client_t *CJackShims_client_open(const char *client_name,
+                                                    const char *server_name,
+                                                    jack_status_t *status) {
+    jack_options_t options = JackNoStartServer;
+    if (server_name != 0 && server_name[0] != '\0') {
+        options = (jack_options_t)(options | JackServerName);
+        return jack_client_open(client_name, options, status, server_name);
+    }
+    return jack_client_open(client_name, options, status);
+}
+
+/// The default audio port type string, exported by libjack as a macro.
+static inline const char *CJackShims_default_audio_type(void) {
+    return JACK_DEFAULT_AUDIO_TYPE;
+}
+
+#endif

@@ -1,0 +1,166 @@
+/// The control thread's handle on the real-time engine.
+///
+/// The engine owns unmanaged memory that the process callback reads through `processArgument`.
+/// Use it from one thread (the control thread): publish plans, collect the plans the audio thread
+/// has retired, read meters. Destroy it only after the JACK client has been deactivated.
+public final class Engine {
+    /// Capacities fixed at setup, so the process thread never allocates.
+    public struct Configuration: Sendable, Equatable {
+        /// Input channels across all apps.
+        public var maxInputChannels: Int = 1024
+        /// Output channels across all routes.
+        public var maxOutputChannels: Int = 128
+        /// Mix cells (input channel → output channel) alive at once, fading ones included.
+        public var gainSlotCapacity: Int = 32768
+        /// Largest JACK period (JACK's own limit is 8192).
+        public var maxFrames: Int = 8192
+        /// Inputs per cycle that can be cleaned of NaN/Inf; further bad inputs are muted that cycle.
+        public var sanitiseScratchBuffers: Int = 4
+        /// Plans that can wait for the audio thread; beyond that the control thread coalesces.
+        public var planQueueCapacity: Int = 64
+        /// Meter blocks in circulation between the threads.
+        public var meterBlocks: Int = 4
+        /// Frames gathered into one meter block before it is handed back (about 21 ms at 48 kHz).
+        public var meterIntervalFrames: Int = 1024
+
+        public init() {}
+    }
+
+    /// No mix cell is ever given more than this linear gain (+24 dB).
+    public static let maximumCellGain: Float = 15.848932
+
+    public let configuration: Configuration
+    private let core: UnsafeMutablePointer<EngineCore>
+    private var meterBlocks: [UnsafeMutablePointer<MeterBlock>] = []
+    private var nextGeneration: UInt64 = 1
+    private var retiredGeneration: UInt64 = 0
+
+    /// - Parameter portBuffer: how to reach a port's buffer for a cycle (JACK's
+    ///   `jack_port_get_buffer`; tests pass a function that treats the handle as the buffer).
+    public init(configuration: Configuration = Configuration(), portBuffer: @escaping PortBufferFunction) {
+        self.configuration = configuration
+        core = .allocate(capacity: 1)
+        core.initialize(to: EngineCore(configuration: configuration, portBuffer: portBuffer))
+        for _ in 0..<configuration.meterBlocks {
+            let block = MeterBlock.make(inputs: configuration.maxInputChannels,
+                                        outputs: configuration.maxOutputChannels)
+            meterBlocks.append(block)
+            _ = core.pointee.meterFree.push(UInt(bitPattern: block))
+        }
+    }
+
+    deinit {
+        collectRetiredPlans()
+        while let bits = core.pointee.inbox.pop() {
+            MixPlan.destroy(UnsafeMutablePointer<MixPlan>(bitPattern: bits)!)
+        }
+        if let plan = core.pointee.plan { MixPlan.destroy(plan) }
+        for block in meterBlocks { MeterBlock.destroy(block) }
+        core.pointee.deallocateStorage()
+        core.deinitialize(count: 1)
+        core.deallocate()
+    }
+
+    /// The argument to register with `engineProcessCallback`.
+    public var processArgument: UnsafeMutableRawPointer { UnsafeMutableRawPointer(core) }
+
+    /// Queues a new plan for the audio thread. Returns the plan's generation, or nil when the queue
+    /// is full (the caller keeps its state and publishes again later; nothing is lost).
+    @discardableResult
+    public func publish(_ description: MixPlanDescription) throws(MixPlanError) -> UInt64? {
+        collectRetiredPlans()
+        guard core.pointee.inbox.hasRoom() else { return nil }
+        let plan = try MixPlan.make(description, generation: nextGeneration, capacity: configuration)
+        guard core.pointee.inbox.push(UInt(bitPattern: plan)) else {
+            MixPlan.destroy(plan)
+            return nil
+        }
+        nextGeneration += 1
+        return nextGeneration - 1
+    }
+
+    /// Frees the plans the audio thread has finished with; returns how many.
+    @discardableResult
+    public func collectRetiredPlans() -> Int {
+        var count = 0
+        while let bits = core.pointee.outbox.pop() {
+            let plan = UnsafeMutablePointer<MixPlan>(bitPattern: bits)!
+            retiredGeneration = max(retiredGeneration, plan.pointee.generation)
+            MixPlan.destroy(plan)
+            count += 1
+        }
+        return count
+    }
+
+    /// The newest generation the audio thread has handed back: no cycle will read it or any
+    /// earlier plan again.
+    public var retiredPlanGeneration: UInt64 { retiredGeneration }
+
+    /// The generation of the plan the audio thread is using (0 before the first).
+    public var adoptedPlanGeneration: UInt64 { core.pointee.adoptedGeneration.load(ordering: .acquiring) }
+
+    /// Gathers every finished meter block into one reading (peak over all of them), or nil when the
+    /// audio thread has finished none since the last call.
+    public func collectMeters() -> MeterReading? {
+        var reading: MeterReading?
+        while let bits = core.pointee.meterFull.pop() {
+            let block = UnsafeMutablePointer<MeterBlock>(bitPattern: bits)!
+            var r = reading ?? MeterReading(inputs: configuration.maxInputChannels,
+                                            outputs: configuration.maxOutputChannels)
+            r.merge(inputs: block.pointee.inputPeaks, outputs: block.pointee.outputPeaks,
+                    frames: block.pointee.frames)
+            reading = r
+            block.pointee.inputPeaks.update(repeating: 0, count: configuration.maxInputChannels)
+            block.pointee.outputPeaks.update(repeating: 0, count: configuration.maxOutputChannels)
+            block.pointee.frames = 0
+            block.pointee.cycles = 0
+            _ = core.pointee.meterFree.push(bits)
+        }
+        return reading
+    }
+
+    /// Counters the audio thread keeps, for diagnostics and tests.
+    public var statistics: Statistics {
+        Statistics(processedFrames: core.pointee.processedFrames.load(ordering: .acquiring),
+                   cycles: core.pointee.cycles.load(ordering: .acquiring),
+                   nonFiniteInputBuffers: core.pointee.nonFiniteInputBuffers.load(ordering: .relaxed),
+                   nonFiniteOutputBuffers: core.pointee.nonFiniteOutputBuffers.load(ordering: .relaxed),
+                   oversizedCycles: core.pointee.oversizedCycles.load(ordering: .relaxed))
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var processedFrames: UInt64
+        public var cycles: UInt64
+        public var nonFiniteInputBuffers: UInt64
+        public var nonFiniteOutputBuffers: UInt64
+        public var oversizedCycles: UInt64
+    }
+
+    /// Runs one process cycle on the calling thread. For tests and benchmarks that drive the
+    /// engine without JACK; never call it while JACK is also running the engine.
+    public func runCycle(frames: Int) {
+        engineProcess(core, frames: frames)
+    }
+
+    /// The gain state of one cell, read on the control thread. For tests, while no cycle runs.
+    public func gainState(slot: Int32) -> GainState { core.pointee.gains[Int(slot)] }
+}
+
+/// Peak levels per input and output meter slot, linear amplitude.
+public struct MeterReading: Sendable, Equatable {
+    public var inputPeaks: [Float]
+    public var outputPeaks: [Float]
+    public var frames: Int
+
+    init(inputs: Int, outputs: Int) {
+        inputPeaks = Array(repeating: 0, count: inputs)
+        outputPeaks = Array(repeating: 0, count: outputs)
+        frames = 0
+    }
+
+    mutating func merge(inputs: UnsafePointer<Float>, outputs: UnsafePointer<Float>, frames: Int) {
+        for i in inputPeaks.indices { inputPeaks[i] = max(inputPeaks[i], inputs[i]) }
+        for o in outputPeaks.indices { outputPeaks[o] = max(outputPeaks[o], outputs[o]) }
+        self.frames += frames
+    }
+}

@@ -1,0 +1,217 @@
+import Synchronization
+
+/// Everything the process thread touches, in one block of unmanaged memory.
+///
+/// Ownership: allocated and initialised by `Engine.init` on the control thread, reached from the
+/// process callback through the raw pointer registered with JACK, and destroyed by `Engine.deinit`
+/// only after the JACK client has been deactivated (so no process cycle can be running). Fields
+/// marked "audio thread" are read and written by the process thread only; the rings and atomics are
+/// the only things both threads touch.
+struct EngineCore: ~Copyable {
+    /// Fetches the sample buffer of a port for this cycle (JACK's `jack_port_get_buffer`).
+    let portBuffer: PortBufferFunction
+
+    let inbox: SPSCRing          // control → audio: new plans
+    let outbox: SPSCRing         // audio → control: retired plans
+    let meterFree: SPSCRing      // control → audio: zeroed meter blocks
+    let meterFull: SPSCRing      // audio → control: filled meter blocks
+
+    let gains: UnsafeMutablePointer<GainState>
+    let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>>
+    let scratch: UnsafeMutablePointer<Float>      // sanitiseScratchBuffers × maxFrames
+    let silence: UnsafeMutablePointer<Float>      // maxFrames zeros, never written after setup
+    let configuration: Engine.Configuration
+
+    var plan: UnsafeMutablePointer<MixPlan>?      // audio thread
+    var meter: UnsafeMutablePointer<MeterBlock>?  // audio thread
+
+    let processedFrames = Atomic<UInt64>(0)
+    let cycles = Atomic<UInt64>(0)
+    let adoptedGeneration = Atomic<UInt64>(0)
+    let nonFiniteInputBuffers = Atomic<UInt64>(0)
+    let nonFiniteOutputBuffers = Atomic<UInt64>(0)
+    let oversizedCycles = Atomic<UInt64>(0)
+
+    init(configuration: Engine.Configuration, portBuffer: @escaping PortBufferFunction) {
+        self.configuration = configuration
+        self.portBuffer = portBuffer
+        inbox = SPSCRing(minimumCapacity: configuration.planQueueCapacity)
+        // One more than the inbox can hold plus the plan in use, so retiring never finds it full.
+        outbox = SPSCRing(minimumCapacity: configuration.planQueueCapacity * 2 + 2)
+        meterFree = SPSCRing(minimumCapacity: configuration.meterBlocks)
+        meterFull = SPSCRing(minimumCapacity: configuration.meterBlocks)
+        gains = .allocate(capacity: configuration.gainSlotCapacity)
+        gains.initialize(repeating: GainState(), count: configuration.gainSlotCapacity)
+        inputBuffers = .allocate(capacity: configuration.maxInputChannels)
+        scratch = .allocate(capacity: configuration.sanitiseScratchBuffers * configuration.maxFrames)
+        scratch.initialize(repeating: 0, count: configuration.sanitiseScratchBuffers * configuration.maxFrames)
+        silence = .allocate(capacity: configuration.maxFrames)
+        silence.initialize(repeating: 0, count: configuration.maxFrames)
+        inputBuffers.initialize(repeating: UnsafePointer(silence), count: configuration.maxInputChannels)
+    }
+
+    func deallocateStorage() {
+        inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate()
+        gains.deallocate(); inputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
+    }
+}
+
+/// `jack_port_get_buffer`'s shape, so the engine can fetch buffers without importing JACK.
+public typealias PortBufferFunction = @convention(c) (UnsafeMutableRawPointer?, UInt32) -> UnsafeMutableRawPointer?
+
+/// The process callback to register with JACK; its argument is `Engine.processArgument`.
+public let engineProcessCallback: @convention(c) (UInt32, UnsafeMutableRawPointer?) -> Int32 = { frames, argument in
+    guard let argument else { return 0 }
+    engineProcess(argument.assumingMemoryBound(to: EngineCore.self), frames: Int(frames))
+    return 0
+}
+
+/// One process cycle. Real-time: no allocation, no locks, no retain/release, no I/O.
+@_noLocks
+func engineProcess(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
+    adoptNewPlans(core)
+    guard let plan = core.pointee.plan else { return }
+    if frames > core.pointee.configuration.maxFrames {
+        // JACK never exceeds 8192 frames; if it ever did, silence beats reading past the scratch.
+        silenceOutputs(core, plan: plan, frames: frames)
+        _ = core.pointee.oversizedCycles.add(1, ordering: .relaxed)
+        return
+    }
+    takeMeterBlockIfNeeded(core)
+    readInputs(core, plan: plan, frames: frames)
+    mixOutputs(core, plan: plan, frames: frames)
+    finishCycle(core, frames: frames)
+}
+
+/// Takes every plan the control thread has queued, applying each one's resets and targets in order,
+/// and hands each replaced plan back. A plan is taken only while the outbox has room for the one
+/// it replaces, so nothing is ever dropped or freed here.
+@_noLocks
+private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>) {
+    while core.pointee.outbox.hasRoom(), let bits = core.pointee.inbox.pop() {
+        let next = UnsafeMutablePointer<MixPlan>(bitPattern: bits)!
+        if let old = core.pointee.plan {
+            _ = core.pointee.outbox.push(UInt(bitPattern: old))
+        }
+        core.pointee.plan = next
+        let gains = core.pointee.gains
+        var r = 0
+        while r < next.pointee.resetCount {
+            gains[Int(next.pointee.resets[r])] = GainState(current: 0, target: 0, step: 0, remaining: 0)
+            r &+= 1
+        }
+        var c = 0
+        while c < next.pointee.contributionCount {
+            let contribution = next.pointee.contributions[c]
+            gains[Int(contribution.gainSlot)].retarget(contribution.target, frames: contribution.rampFrames)
+            c &+= 1
+        }
+        core.pointee.adoptedGeneration.store(next.pointee.generation, ordering: .releasing)
+    }
+}
+
+@_noLocks
+private func buffer(_ core: UnsafeMutablePointer<EngineCore>, _ port: UnsafeMutableRawPointer,
+                    frames: Int) -> UnsafeMutablePointer<Float>? {
+    let function = core.pointee.portBuffer
+    let raw = _unsafePerformance { function(port, UInt32(truncatingIfNeeded: frames)) }
+    return raw?.assumingMemoryBound(to: Float.self)
+}
+
+/// Fetches every input buffer once, measures its peak, and substitutes a sanitised copy (or
+/// silence, when the scratch buffers are used up) for any buffer holding NaN or infinity.
+@_noLocks
+private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
+                        frames: Int) {
+    let maxFrames = core.pointee.configuration.maxFrames
+    let scratchCount = core.pointee.configuration.sanitiseScratchBuffers
+    var scratchUsed = 0
+    var i = 0
+    while i < plan.pointee.inputCount {
+        let input = plan.pointee.inputs[i]
+        var source = UnsafePointer(core.pointee.silence)
+        var peak: Float = 0
+        if let buffer = buffer(core, input.port, frames: frames) {
+            if let finitePeak = SignalGuard.peakIfFinite(buffer, frames: frames) {
+                source = UnsafePointer(buffer)
+                peak = finitePeak
+            } else {
+                _ = core.pointee.nonFiniteInputBuffers.add(1, ordering: .relaxed)
+                if scratchUsed < scratchCount {
+                    let clean = core.pointee.scratch + scratchUsed * maxFrames
+                    peak = SignalGuard.copySanitised(buffer, to: clean, frames: frames)
+                    source = UnsafePointer(clean)
+                    scratchUsed &+= 1
+                }
+            }
+        }
+        core.pointee.inputBuffers[i] = source
+        if let meter = core.pointee.meter {
+            let slot = Int(input.meterSlot)
+            meter.pointee.inputPeaks[slot] = max(meter.pointee.inputPeaks[slot], peak)
+        }
+        i &+= 1
+    }
+}
+
+@_noLocks
+private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
+                        frames: Int) {
+    var o = 0
+    while o < plan.pointee.outputCount {
+        let output = plan.pointee.outputs[o]
+        o &+= 1
+        guard let out = buffer(core, output.port, frames: frames) else { continue }
+        MixKernel.vectorised(output: out,
+                             inputs: UnsafePointer(core.pointee.inputBuffers),
+                             contributions: plan.pointee.contributions + Int(output.firstContribution),
+                             count: Int(output.contributionCount),
+                             gains: core.pointee.gains,
+                             frames: frames)
+        // Finite inputs can still overflow to infinity when summed; nothing non-finite leaves.
+        let peak: Float
+        if let finitePeak = SignalGuard.peakIfFinite(out, frames: frames) {
+            peak = finitePeak
+        } else {
+            _ = core.pointee.nonFiniteOutputBuffers.add(1, ordering: .relaxed)
+            peak = SignalGuard.sanitiseInPlace(out, frames: frames)
+        }
+        if let meter = core.pointee.meter {
+            let slot = Int(output.meterSlot)
+            meter.pointee.outputPeaks[slot] = max(meter.pointee.outputPeaks[slot], peak)
+        }
+    }
+}
+
+@_noLocks
+private func silenceOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
+                            frames: Int) {
+    var o = 0
+    while o < plan.pointee.outputCount {
+        if let out = buffer(core, plan.pointee.outputs[o].port, frames: frames) {
+            out.update(repeating: 0, count: frames)
+        }
+        o &+= 1
+    }
+}
+
+@_noLocks
+private func takeMeterBlockIfNeeded(_ core: UnsafeMutablePointer<EngineCore>) {
+    if core.pointee.meter == nil, let bits = core.pointee.meterFree.pop() {
+        core.pointee.meter = UnsafeMutablePointer<MeterBlock>(bitPattern: bits)
+    }
+}
+
+@_noLocks
+private func finishCycle(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
+    if let meter = core.pointee.meter {
+        meter.pointee.frames &+= frames
+        meter.pointee.cycles &+= 1
+        if meter.pointee.frames >= core.pointee.configuration.meterIntervalFrames,
+           core.pointee.meterFull.push(UInt(bitPattern: meter)) {
+            core.pointee.meter = nil
+        }
+    }
+    _ = core.pointee.processedFrames.add(UInt64(truncatingIfNeeded: frames), ordering: .releasing)
+    _ = core.pointee.cycles.add(1, ordering: .releasing)
+}

@@ -1,0 +1,72 @@
+/// What the control thread wants the audio thread to do, in plain Swift values.
+///
+/// Ports are opaque handles (the JACK host's `jack_port_t *`); the engine only hands them back to
+/// the port-buffer function. `Engine.publish` checks the description and copies it into a `MixPlan`
+/// in unmanaged memory that the process thread can read without retaining anything.
+public struct MixPlanDescription: Sendable {
+    public struct Input: Sendable {
+        public var port: PortHandle
+        /// The stable index of this channel in the input meters.
+        public var meterSlot: Int32
+        public init(port: PortHandle, meterSlot: Int32) {
+            self.port = port
+            self.meterSlot = meterSlot
+        }
+    }
+
+    public struct Output: Sendable {
+        public var port: PortHandle
+        /// The stable index of this channel in the output meters.
+        public var meterSlot: Int32
+        /// The contributions summed into this output; their `input` indexes `inputs`.
+        public var contributions: [MixContribution]
+        public init(port: PortHandle, meterSlot: Int32, contributions: [MixContribution]) {
+            self.port = port
+            self.meterSlot = meterSlot
+            self.contributions = contributions
+        }
+    }
+
+    public var inputs: [Input]
+    public var outputs: [Output]
+    /// Gain slots that are new to this plan (or reused): the audio thread sets them to silence
+    /// before applying targets, so every new cell ramps up from zero.
+    public var resetSlots: [Int32]
+
+    public init(inputs: [Input] = [], outputs: [Output] = [], resetSlots: [Int32] = []) {
+        self.inputs = inputs
+        self.outputs = outputs
+        self.resetSlots = resetSlots
+    }
+}
+
+/// An opaque, `Sendable` wrapper for a port pointer owned by the JACK host.
+public struct PortHandle: Hashable, Sendable {
+    public let bits: UInt
+    public init(_ pointer: UnsafeMutableRawPointer) { bits = UInt(bitPattern: pointer) }
+    public var pointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: bits)! }
+}
+
+/// Why a description cannot become a plan. These are programming errors on the control side,
+/// reported rather than trapped so a running show keeps its previous plan.
+public enum MixPlanError: Error, Equatable, CustomStringConvertible {
+    case tooManyInputs(Int, capacity: Int)
+    case tooManyOutputs(Int, capacity: Int)
+    case inputIndexOutOfRange(Int32, output: Int)
+    case gainSlotOutOfRange(Int32)
+    case gainSlotUsedTwice(Int32)
+    case meterSlotOutOfRange(Int32)
+    case targetNotFinite(gainSlot: Int32)
+
+    public var description: String {
+        switch self {
+        case let .tooManyInputs(n, capacity): "plan has \(n) input channels, engine capacity is \(capacity)"
+        case let .tooManyOutputs(n, capacity): "plan has \(n) output channels, engine capacity is \(capacity)"
+        case let .inputIndexOutOfRange(i, output): "output \(output) names input \(i), which the plan does not have"
+        case let .gainSlotOutOfRange(s): "gain slot \(s) is outside the engine's gain table"
+        case let .gainSlotUsedTwice(s): "gain slot \(s) is used by two contributions"
+        case let .meterSlotOutOfRange(s): "meter slot \(s) is outside the engine's meter table"
+        case let .targetNotFinite(s): "gain slot \(s) was given a target that is not a finite number"
+        }
+    }
+}

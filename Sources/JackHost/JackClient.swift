@@ -1,0 +1,207 @@
+import CJack
+import Engine
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A JACK client: open, register ports, connect, run a process callback, close.
+///
+/// Every `jack_*` call of the project goes through this type. Use it from one thread (the control
+/// thread); JACK calls the process callback on its own real-time thread and the notification
+/// handler on its notification thread.
+public final class JackClient {
+    public enum Direction: Sendable { case input, output }
+
+    /// A process callback: frames in this cycle, the argument given at registration.
+    public typealias ProcessCallback = @convention(c) (UInt32, UnsafeMutableRawPointer?) -> Int32
+
+    /// The JACK port-buffer function in the engine's shape.
+    public static let portBuffer: PortBufferFunction = { port, frames in
+        jack_port_get_buffer(OpaquePointer(port), frames)
+    }
+
+    public let serverName: String
+    private var client: OpaquePointer?
+    private var context: Unmanaged<CallbackContext>?
+    private var isActive = false
+
+    /// The name JACK gave the client (it may differ from the one asked for only if JACK renames).
+    public private(set) var name: String
+
+    /// Opens a client on the named server (`nil`: `$JACK_DEFAULT_SERVER`, else `default`). Never
+    /// starts a server. `events` is called on JACK's notification thread; it should only enqueue.
+    public init(name: String, server: String? = nil,
+                events: (@Sendable (JackEvent) -> Void)? = nil) throws(JackError) {
+        let resolvedServer = server ?? ProcessInfoServerName.current
+        serverName = resolvedServer
+        var status = jack_status_t(rawValue: 0)
+        guard let opened = CJackShims_client_open(name, server ?? nil, &status) else {
+            let flags = JackStatus(status)
+            if flags.contains(.serverFailed) || flags.contains(.serverError) {
+                throw .serverUnavailable(server: resolvedServer, status: flags)
+            }
+            throw .openFailed(client: name, status: flags)
+        }
+        client = opened
+        self.name = String(cString: jack_get_client_name(opened))
+        if let events {
+            let context = Unmanaged.passRetained(CallbackContext(client: opened, handler: events))
+            self.context = context
+            let arg = context.toOpaque()
+            do {
+                try check("port registration", jack_set_port_registration_callback(opened, portRegistrationCallback, arg))
+                try check("port connect", jack_set_port_connect_callback(opened, portConnectCallback, arg))
+                try check("buffer size", jack_set_buffer_size_callback(opened, bufferSizeCallback, arg))
+                try check("sample rate", jack_set_sample_rate_callback(opened, sampleRateCallback, arg))
+                try check("xrun", jack_set_xrun_callback(opened, xrunCallback, arg))
+                jack_on_info_shutdown(opened, infoShutdownCallback, arg)
+            } catch {
+                close()
+                throw error
+            }
+        }
+    }
+
+    deinit { close() }
+
+    private func check(_ what: String, _ code: Int32) throws(JackError) {
+        if code != 0 { throw .callbackRegistrationFailed(what: what, code: code) }
+    }
+
+    private var handle: OpaquePointer {
+        guard let client else { preconditionFailure("JackClient used after close()") }
+        return client
+    }
+
+    public var isOpen: Bool { client != nil }
+    public var sampleRate: Int { Int(jack_get_sample_rate(handle)) }
+    public var bufferSize: Int { Int(jack_get_buffer_size(handle)) }
+
+    /// The JACK process thread of this client (valid after `activate()`).
+    public var processThread: pthread_t { jack_client_thread_id(handle) }
+
+    /// Sets the process callback. Only before `activate()`.
+    public func setProcessCallback(_ callback: ProcessCallback, argument: UnsafeMutableRawPointer?) throws(JackError) {
+        try check("process", jack_set_process_callback(handle, callback, argument))
+    }
+
+    public func activate() throws(JackError) {
+        let code = jack_activate(handle)
+        if code != 0 { throw .activateFailed(client: name, code: code) }
+        isActive = true
+    }
+
+    /// Stops the process callback; returns when no cycle is running.
+    public func deactivate() {
+        guard let client, isActive else { return }
+        jack_deactivate(client)
+        isActive = false
+    }
+
+    /// Deactivates and closes the client; safe to call twice.
+    public func close() {
+        if let client {
+            if isActive { jack_deactivate(client) }
+            jack_client_close(client)
+            self.client = nil
+            isActive = false
+        }
+        context?.release()
+        context = nil
+    }
+
+    /// Registers an audio port `shortName` on this client.
+    public func registerAudioPort(_ shortName: String, direction: Direction) throws(JackError) -> JackPort {
+        let flags = direction == .input ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue
+        guard let port = jack_port_register(handle, shortName, CJackShims_default_audio_type(), UInt(flags), 0) else {
+            throw .portRegistrationFailed(port: "\(name):\(shortName)")
+        }
+        return JackPort(pointer: port, name: String(cString: jack_port_name(port)))
+    }
+
+    public func unregister(_ port: JackPort) {
+        jack_port_unregister(handle, port.pointer)
+    }
+
+    /// Connects two ports by full name. Already connected counts as success.
+    public func connect(_ source: String, to destination: String) throws(JackError) {
+        let code = jack_connect(handle, source, destination)
+        if code != 0 && code != EEXIST { throw .connectFailed(source: source, destination: destination, code: code) }
+    }
+
+    public func disconnect(_ source: String, from destination: String) throws(JackError) {
+        let code = jack_disconnect(handle, source, destination)
+        if code != 0 { throw .disconnectFailed(source: source, destination: destination, code: code) }
+    }
+
+    /// Full names of the audio ports in the graph, in JACK's order, optionally only inputs or
+    /// outputs. `pattern` is JACK's own regular expression filter (nil: all ports).
+    public func ports(matching pattern: String? = nil, direction: Direction? = nil) -> [String] {
+        let flags: UInt
+        switch direction {
+        case .input: flags = UInt(JackPortIsInput.rawValue)
+        case .output: flags = UInt(JackPortIsOutput.rawValue)
+        case nil: flags = 0
+        }
+        guard let list = jack_get_ports(handle, pattern, CJackShims_default_audio_type(), flags) else { return [] }
+        defer { jack_free(list) }
+        var names: [String] = []
+        var i = 0
+        while let entry = list[i] {
+            names.append(String(cString: entry))
+            i += 1
+        }
+        return names
+    }
+
+    /// Whether a port of that full name exists in the graph.
+    public func portExists(_ fullName: String) -> Bool {
+        jack_port_by_name(handle, fullName) != nil
+    }
+
+    /// Full names of the ports connected to the port named `fullName`.
+    public func connections(of fullName: String) -> [String] {
+        guard let port = jack_port_by_name(handle, fullName),
+              let list = jack_port_get_all_connections(handle, port) else { return [] }
+        defer { jack_free(list) }
+        var names: [String] = []
+        var i = 0
+        while let entry = list[i] {
+            names.append(String(cString: entry))
+            i += 1
+        }
+        return names
+    }
+
+    /// The current JACK frame time (for measuring, not on the process path).
+    public var frameTime: UInt32 { jack_frame_time(handle) }
+
+    /// This client as an opaque pointer for `cycleStartFrame`, from a process callback.
+    public var rawHandle: UnsafeMutableRawPointer { UnsafeMutableRawPointer(handle) }
+
+    /// The frame time at the start of the current cycle (`jack_last_frame_time`); callable from a
+    /// process callback with `rawHandle`.
+    public static let cycleStartFrame: @convention(c) (UnsafeMutableRawPointer?) -> UInt32 = { client in
+        jack_last_frame_time(OpaquePointer(client))
+    }
+}
+
+/// A port this client registered.
+public struct JackPort: Hashable, @unchecked Sendable {
+    // jack_port_t pointers are stable until the port is unregistered; JackPort is only a handle.
+    let pointer: OpaquePointer
+    /// The full name, `client:port`.
+    public let name: String
+
+    /// The handle the engine hands back to `JackClient.portBuffer`.
+    public var handle: PortHandle { PortHandle(UnsafeMutableRawPointer(pointer)) }
+}
+
+/// The server name JACK will use when none is given.
+enum ProcessInfoServerName {
+    static var current: String {
+        if let value = getenv("JACK_DEFAULT_SERVER"), value.pointee != 0 { return String(cString: value) }
+        return "default"
+    }
+}

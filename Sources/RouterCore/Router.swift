@@ -1,0 +1,416 @@
+import Dispatch
+import Engine
+import Foundation
+import JackHost
+import Logging
+import SessionStore
+
+/// The control thread: opens the JACK client, registers a port group per app and per route,
+/// connects them, and turns the session and every runtime change into mix plans for the engine.
+///
+/// All state lives on one serial queue. Public methods may be called from any thread; they run on
+/// that queue and return when the change has been published to the audio thread.
+public final class Router: @unchecked Sendable {
+    // @unchecked: every mutable field below is touched only on `queue`.
+
+    public struct Configuration: Sendable {
+        public var session: Session
+        /// JACK server name (nil: `$JACK_DEFAULT_SERVER`, else `default`).
+        public var server: String?
+        /// Overrides the session's client name.
+        public var clientName: String?
+        /// Overrides the session's ramp time, in milliseconds.
+        public var rampMilliseconds: Double?
+        public var engine = Engine.Configuration()
+        /// How often the control thread collects retired plans and meters.
+        public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
+
+        public init(session: Session, server: String? = nil) {
+            self.session = session
+            self.server = server
+        }
+    }
+
+    private struct AppState {
+        var name: String
+        var ports: [JackPort]
+        var meterSlots: [Int32]
+        var connect: [PortPattern]
+        var gain: Float
+    }
+
+    private struct RouteState {
+        var name: String
+        var ports: [JackPort]
+        var meterSlots: [Int32]
+        var destinations: [String]
+        var gain: Float
+    }
+
+    private let queue = DispatchQueue(label: "duckrouter.control", qos: .userInitiated)
+    private let logger: Logger
+    private let client: JackClient
+    private let engine: Engine
+    private let rampMilliseconds: Double
+    private let onServerLost: @Sendable (String) -> Void
+    private var apps: [AppState] = []
+    private var routes: [RouteState] = []
+    private var compiler: PlanCompiler
+    private var sampleRate: Int
+    private var bufferSize: Int
+    private var needsPublish = false
+    private var nextDrop: UInt64?
+    private var publishedGeneration: UInt64 = 0
+    private var cellCount = 0
+    private var xruns = 0
+    private var latestMeters: MeterReading?
+    private var timer: DispatchSourceTimer?
+    private var stopped = false
+
+    /// Opens the JACK client, registers and connects every port of the session, and starts mixing.
+    /// - Parameter onServerLost: called (on the control queue) when the JACK server shuts the
+    ///   client down; the router has stopped by then.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter"),
+                onServerLost: @escaping @Sendable (String) -> Void = { _ in }) throws(RouterError) {
+        self.logger = logger
+        self.onServerLost = onServerLost
+        let session = configuration.session
+        rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
+        compiler = PlanCompiler(slotCapacity: configuration.engine.gainSlotCapacity)
+
+        // Events reach the control queue through this box, which is filled once `self` exists.
+        let forward = EventForwarder()
+        do {
+            client = try JackClient(name: configuration.clientName ?? session.client,
+                                    server: configuration.server,
+                                    events: { event in forward.send(event) })
+        } catch {
+            throw .jack(error)
+        }
+        engine = Engine(configuration: configuration.engine, portBuffer: JackClient.portBuffer)
+        sampleRate = client.sampleRate
+        bufferSize = client.bufferSize
+
+        do {
+            try registerPorts(session)
+            try client.setProcessCallback(engineProcessCallback, argument: engine.processArgument)
+            try onQueue { () throws(RouterError) in try publishPlan() }
+            try client.activate()
+        } catch let error as JackError {
+            client.close()
+            throw .jack(error)
+        } catch let error as RouterError {
+            client.close()
+            throw error
+        } catch {
+            client.close()
+            throw .capacity("\(error)")
+        }
+        forward.target = { [weak self] event in
+            guard let router = self else { return }
+            router.queue.async { [weak router] in router?.handle(event) }
+        }
+        queue.sync {
+            connectRoutes()
+            for index in apps.indices { connectSources(ofApp: index) }
+            startHousekeeping(every: configuration.housekeepingInterval)
+        }
+        logger.info("running", metadata: ["client": "\(client.name)", "server": "\(client.serverName)",
+                                          "rate": "\(sampleRate)", "period": "\(bufferSize)",
+                                          "apps": "\(apps.count)", "routes": "\(routes.count)"])
+    }
+
+    deinit { stop() }
+
+    /// Stops the audio (deactivate) and closes the JACK client. Safe to call more than once.
+    public func stop() {
+        queue.sync { stopOnQueue() }
+    }
+
+    private func stopOnQueue() {
+        guard !stopped else { return }
+        stopped = true
+        timer?.cancel()
+        timer = nil
+        client.deactivate()
+        client.close()
+    }
+
+    // MARK: - Setup
+
+    private func registerPorts(_ session: Session) throws {
+        var nextInputSlot: Int32 = 0
+        var nextOutputSlot: Int32 = 0
+        for app in session.apps {
+            var ports: [JackPort] = []
+            var slots: [Int32] = []
+            for n in 1...app.channelCount {
+                ports.append(try client.registerAudioPort("\(app.name)_in_\(n)", direction: .input))
+                slots.append(nextInputSlot)
+                nextInputSlot += 1
+            }
+            let volume = session.volumes.apps[app.name] ?? 1
+            apps.append(AppState(name: app.name, ports: ports, meterSlots: slots, connect: app.connect,
+                                 gain: Decibels.linear(sliderPosition: Float(volume))))
+        }
+        for route in session.routes {
+            var ports: [JackPort] = []
+            var slots: [Int32] = []
+            for n in 1...route.channelCount {
+                ports.append(try client.registerAudioPort("\(route.name)_out_\(n)", direction: .output))
+                slots.append(nextOutputSlot)
+                nextOutputSlot += 1
+            }
+            let volume = session.volumes.routes[route.name] ?? 1
+            routes.append(RouteState(name: route.name, ports: ports, meterSlots: slots, destinations: route.ports,
+                                     gain: Decibels.linear(sliderPosition: Float(volume))))
+        }
+    }
+
+    /// Connects each route channel to its destination port, where that port exists.
+    private func connectRoutes(onlyPort newPort: String? = nil) {
+        for route in routes {
+            for (k, destination) in route.destinations.enumerated() where newPort == nil || newPort == destination {
+                guard client.portExists(destination) else {
+                    logger.warning("route destination is missing; will connect when it appears",
+                                   metadata: ["route": "\(route.name)", "port": "\(destination)"])
+                    continue
+                }
+                do {
+                    try client.connect(route.ports[k].name, to: destination)
+                } catch {
+                    logger.error("\(error)", metadata: ["route": "\(route.name)"])
+                }
+            }
+        }
+    }
+
+    /// Connects the ports an app's `connect` patterns match to the app's inputs.
+    private func connectSources(ofApp index: Int) {
+        let app = apps[index]
+        guard !app.connect.isEmpty else { return }
+        let own = client.name + ":"
+        let candidates = client.ports(direction: .output).filter { !$0.hasPrefix(own) }
+        var sources: [String] = []
+        for pattern in app.connect {
+            for port in candidates where pattern.matches(port) && !sources.contains(port) { sources.append(port) }
+        }
+        for (source, channel) in ChannelMap.sourceAssignments(sources: sources, channels: app.ports.count) {
+            do {
+                try client.connect(source, to: app.ports[channel].name)
+            } catch {
+                logger.error("\(error)", metadata: ["app": "\(app.name)"])
+            }
+        }
+    }
+
+    // MARK: - Events (control queue)
+
+    private func handle(_ event: JackEvent) {
+        guard !stopped else { return }
+        switch event {
+        case let .portRegistered(name):
+            if name.hasPrefix(client.name + ":") { return }
+            if routes.contains(where: { $0.destinations.contains(name) }) { connectRoutes(onlyPort: name) }
+            for index in apps.indices where apps[index].connect.contains(where: { $0.matches(name) }) {
+                connectSources(ofApp: index)
+            }
+        case let .bufferSizeChanged(frames):
+            logger.info("JACK period changed", metadata: ["from": "\(bufferSize)", "to": "\(frames)"])
+            bufferSize = frames
+            republish()
+        case let .sampleRateChanged(rate):
+            logger.info("JACK sample rate changed", metadata: ["from": "\(sampleRate)", "to": "\(rate)"])
+            sampleRate = rate
+            republish()
+        case .xrun:
+            xruns += 1
+        case let .shutdown(reason):
+            logger.error("the JACK server shut the router down: \(reason)")
+            stopOnQueue()
+            onServerLost(reason)
+        case .portUnregistered, .portsConnected, .portsDisconnected:
+            break
+        }
+    }
+
+    private func startHousekeeping(every interval: DispatchTimeInterval) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self] in self?.housekeeping() }
+        timer.resume()
+        self.timer = timer
+    }
+
+    private func housekeeping() {
+        guard !stopped else { return }
+        engine.collectRetiredPlans()
+        if let reading = engine.collectMeters() { latestMeters = reading }
+        let due = nextDrop.map { engine.statistics.processedFrames >= $0 } ?? false
+        if needsPublish || due { republish() }
+    }
+
+    /// Publishes a new plan, logging (not throwing) failures: used where no caller waits.
+    private func republish() {
+        do {
+            try publishPlan()
+        } catch {
+            logger.error("could not update the mix: \(error)")
+        }
+    }
+
+    // MARK: - Plans
+
+    private var rampFrames: Int32 {
+        Int32(max(1, (rampMilliseconds * Double(sampleRate) / 1000).rounded()))
+    }
+
+    /// Compiles the current state into a plan and queues it. When the queue is full the state is
+    /// kept and the housekeeping timer publishes it (coalesced with any later change).
+    private func publishPlan() throws(RouterError) {
+        let inputs = apps.flatMap { app in
+            zip(app.ports, app.meterSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
+        }
+        var outputs: [PlanCompiler.Output] = []
+        // Until route selection arrives (issue: routes), every app plays to the first route.
+        for (r, route) in routes.enumerated() {
+            for (k, port) in route.ports.enumerated() {
+                var feeds: [(input: Int32, gain: Float)] = []
+                if r == 0 {
+                    for app in apps {
+                        let map = ChannelMap.feeds(appChannels: app.ports.count, routeChannels: route.ports.count)
+                        for c in map[k] { feeds.append((app.meterSlots[c], app.gain * route.gain)) }
+                    }
+                }
+                outputs.append(.init(port: port.handle, key: route.meterSlots[k], feeds: feeds))
+            }
+        }
+        let result: PlanCompiler.Result
+        do {
+            result = try compiler.compile(inputs: inputs, outputs: outputs, rampFrames: rampFrames,
+                                          now: engine.statistics.processedFrames,
+                                          settleFrames: UInt64(2 * max(bufferSize, 1) + rampFramesMargin))
+        } catch {
+            throw .capacity(error.description)
+        }
+        nextDrop = result.nextDrop
+        cellCount = result.cellCount
+        do {
+            if let generation = try engine.publish(result.plan) {
+                publishedGeneration = generation
+                needsPublish = false
+            } else {
+                needsPublish = true
+            }
+        } catch {
+            throw .capacity(error.description)
+        }
+    }
+
+    /// Slack for the control thread's own scheduling delay when deciding a fade has finished.
+    private var rampFramesMargin: Int { sampleRate / 10 }
+
+    // MARK: - Control API
+
+    /// Sets an app's relative volume from a slider position 0...1 (cubic taper).
+    public func setAppVolume(_ app: String, position: Double) throws(RouterError) {
+        try checkPosition(position, setting: "app volume")
+        try setAppGain(app, linear: Decibels.linear(sliderPosition: Float(position)))
+    }
+
+    /// Sets an app's relative volume in dB (-144 or less is silence, at most +24).
+    public func setAppGain(_ app: String, decibels: Double) throws(RouterError) {
+        try checkDecibels(decibels, setting: "app gain")
+        try setAppGain(app, linear: Decibels.linear(Float(decibels)))
+    }
+
+    /// Sets a route's system volume from a slider position 0...1 (cubic taper).
+    public func setRouteVolume(_ route: String, position: Double) throws(RouterError) {
+        try checkPosition(position, setting: "route volume")
+        let gain = Decibels.linear(sliderPosition: Float(position))
+        try onQueue { () throws(RouterError) in
+            guard let index = routes.firstIndex(where: { $0.name == route }) else { throw .unknownRoute(route) }
+            let previous = routes[index].gain
+            routes[index].gain = gain
+            do throws(RouterError) { try publishPlan() } catch { routes[index].gain = previous; throw error }
+        }
+    }
+
+    private func setAppGain(_ app: String, linear gain: Float) throws(RouterError) {
+        try onQueue { () throws(RouterError) in
+            guard let index = apps.firstIndex(where: { $0.name == app }) else { throw .unknownApp(app) }
+            let previous = apps[index].gain
+            apps[index].gain = gain
+            do throws(RouterError) { try publishPlan() } catch { apps[index].gain = previous; throw error }
+        }
+    }
+
+    /// Runs `body` on the control queue, keeping its typed error.
+    private func onQueue<T>(_ body: () throws(RouterError) -> T) throws(RouterError) -> T {
+        // Spelled out: `Result(catching:)` with a typed-throws closure crashes the 6.3 compiler.
+        var outcome: Result<T, RouterError>?
+        queue.sync {
+            do throws(RouterError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
+        }
+        return try outcome!.get()
+    }
+
+    private func checkPosition(_ value: Double, setting: String) throws(RouterError) {
+        guard value.isFinite, (0...1).contains(value) else {
+            throw .badValue(setting: setting, value: value, expected: "a slider position from 0 to 1")
+        }
+    }
+
+    private func checkDecibels(_ value: Double, setting: String) throws(RouterError) {
+        guard !value.isNaN, value <= 24 else {
+            throw .badValue(setting: setting, value: value, expected: "a level in dB, at most +24")
+        }
+    }
+
+    /// What the router is doing now.
+    public func status() -> RouterStatus {
+        queue.sync {
+            let statistics = engine.statistics
+            func peaks(_ slots: [Int32], _ table: [Float]?) -> [Double] {
+                slots.map { slot in Double(Decibels.level(table?[Int(slot)] ?? 0)) }
+            }
+            return RouterStatus(
+                client: client.name, server: client.serverName, sampleRate: sampleRate, bufferSize: bufferSize,
+                rampMilliseconds: rampMilliseconds,
+                apps: apps.map {
+                    .init(name: $0.name, ports: $0.ports.map(\.name),
+                          volume: Double(Decibels.sliderPosition(linear: $0.gain)),
+                          gainDecibels: Double(Decibels.level($0.gain)),
+                          peakDecibels: peaks($0.meterSlots, latestMeters?.inputPeaks))
+                },
+                routes: routes.map {
+                    .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
+                          volume: Double(Decibels.sliderPosition(linear: $0.gain)),
+                          gainDecibels: Double(Decibels.level($0.gain)),
+                          peakDecibels: peaks($0.meterSlots, latestMeters?.outputPeaks))
+                },
+                publishedPlan: publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,
+                cells: cellCount, cycles: statistics.cycles, xruns: xruns,
+                nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
+        }
+    }
+
+    /// The JACK thread that runs this router's process callback (for real-time checks in tests).
+    public var processThread: pthread_t { queue.sync { client.processThread } }
+}
+
+/// Hands JACK notifications to the router once it exists; before that they are dropped (nothing
+/// is connected yet, and the router connects everything itself right after activation).
+private final class EventForwarder: @unchecked Sendable {
+    // Written once on the constructing thread before JACK can deliver events that matter; the lock
+    // makes the hand-over explicit.
+    private let lock = NSLock()
+    private var _target: (@Sendable (JackEvent) -> Void)?
+
+    var target: (@Sendable (JackEvent) -> Void)? {
+        get { lock.withLock { _target } }
+        set { lock.withLock { _target = newValue } }
+    }
+
+    func send(_ event: JackEvent) { target?(event) }
+}

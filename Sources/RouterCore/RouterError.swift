@@ -1,0 +1,22 @@
+import JackHost
+
+/// Why a router request was refused. A refused request changes nothing.
+public enum RouterError: Error, Equatable, CustomStringConvertible {
+    case jack(JackError)
+    case unknownApp(String)
+    case unknownRoute(String)
+    /// A value outside what the setting accepts (NaN, infinity, out of range).
+    case badValue(setting: String, value: Double, expected: String)
+    /// The plan could not be built (engine capacity); the previous mix keeps playing.
+    case capacity(String)
+
+    public var description: String {
+        switch self {
+        case let .jack(error): error.description
+        case let .unknownApp(name): "no app named '\(name)'"
+        case let .unknownRoute(name): "no route named '\(name)'"
+        case let .badValue(setting, value, expected): "\(setting): expected \(expected), got \(value)"
+        case let .capacity(message): message
+        }
+    }
+}

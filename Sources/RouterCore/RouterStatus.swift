@@ -1,0 +1,39 @@
+/// A snapshot of the router for people and tests: what exists, at what level, and how the audio
+/// thread is doing.
+public struct RouterStatus: Sendable, Equatable {
+    public struct App: Sendable, Equatable {
+        public var name: String
+        public var ports: [String]
+        /// Relative volume as a slider position 0...1 (cubic taper).
+        public var volume: Double
+        /// The same, in dB.
+        public var gainDecibels: Double
+        /// Input peak per channel over the last meter interval, dBFS.
+        public var peakDecibels: [Double]
+    }
+
+    public struct Route: Sendable, Equatable {
+        public var name: String
+        public var ports: [String]
+        public var destinations: [String]
+        public var volume: Double
+        public var gainDecibels: Double
+        public var peakDecibels: [Double]
+    }
+
+    public var client: String
+    public var server: String
+    public var sampleRate: Int
+    public var bufferSize: Int
+    public var rampMilliseconds: Double
+    public var apps: [App]
+    public var routes: [Route]
+    /// The newest plan handed to the audio thread, and the one it is using.
+    public var publishedPlan: UInt64
+    public var adoptedPlan: UInt64
+    /// Mix cells alive (audible or fading).
+    public var cells: Int
+    public var cycles: UInt64
+    public var xruns: Int
+    public var nonFiniteInputBuffers: UInt64
+}

@@ -1,0 +1,96 @@
+import Policy
+
+/// A rig as a session file describes it: routes, apps, and their settings.
+/// Every field has a default, so `{}` is a valid session (docs/SESSIONS.md lists them).
+public struct Session: Equatable, Sendable {
+    /// JACK client name of the router.
+    public var client: String = "duckrouter"
+    /// Length of every gain ramp the engine makes when a level changes, in milliseconds.
+    public var rampMilliseconds: Double = 20
+    public var osc = OSCSettings()
+    public var routes: [Route] = []
+    public var input = Input()
+    public var ducking = Ducking()
+    public var apps: [App] = []
+    public var volumes = Volumes()
+
+    public init() {}
+
+    public struct OSCSettings: Equatable, Sendable {
+        public var port: Int = 9951
+        public var bind: String = "127.0.0.1"
+        public var allow: [String] = ["127.0.0.1/32"]
+        public var admin: [String] = []
+        public init() {}
+    }
+
+    /// An output destination: the router's `<name>_out_<n>` ports feed these JACK ports.
+    public struct Route: Equatable, Sendable {
+        public var name: String
+        /// Destination port per channel; the route has as many channels as ports.
+        public var ports: [String]
+        /// A private route (headphones): audio never falls back from it to a public one.
+        public var isPrivate: Bool = false
+        /// The fallback route when nothing newer is available.
+        public var isBuiltIn: Bool = false
+
+        public init(name: String, ports: [String], isPrivate: Bool = false, isBuiltIn: Bool = false) {
+            self.name = name
+            self.ports = ports
+            self.isPrivate = isPrivate
+            self.isBuiltIn = isBuiltIn
+        }
+
+        public var channelCount: Int { ports.count }
+    }
+
+    public struct Input: Equatable, Sendable {
+        public var ports: [String] = []
+        public init() {}
+    }
+
+    public struct Ducking: Equatable, Sendable {
+        public var level: Double = -14
+        public var attack: Double = 100
+        public var release: Double = 500
+        public var rules: [DuckingRule] = []
+        public init() {}
+    }
+
+    public struct DuckingRule: Equatable, Sendable {
+        public var ducker: String
+        public var ducked: String
+        public var level: Double
+    }
+
+    /// A source of audio: the router's `<name>_in_<n>` ports.
+    public struct App: Equatable, Sendable {
+        public var name: String
+        public var category: Category = .soloAmbient
+        public var options: [CategoryOption] = []
+        public var mode: Mode = .default
+        public var channelCount: Int = 2
+        /// Patterns over full JACK port names whose ports feed this app's inputs.
+        public var connect: [PortPattern] = []
+        public var remote: [RemoteCommand] = []
+        public var resume: ResumePolicy = .app
+
+        public init(name: String, category: Category = .soloAmbient, channelCount: Int = 2,
+                    connect: [PortPattern] = []) {
+            self.name = name
+            self.category = category
+            self.channelCount = channelCount
+            self.connect = connect
+        }
+    }
+
+    /// Volume slider positions 0...1 (cubic taper), by route and by app name.
+    public struct Volumes: Equatable, Sendable {
+        public var routes: [String: Double] = [:]
+        public var apps: [String: Double] = [:]
+        public init() {}
+    }
+
+    /// The most channels one app or route may have.
+    public static let maximumChannels = 32
+}

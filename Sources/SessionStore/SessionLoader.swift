@@ -1,0 +1,334 @@
+import Foundation
+import Policy
+
+/// Reads and validates session files. A file that fails is reported, never modified.
+public enum SessionLoader {
+    /// Loads the session at `path`; throws a `SessionError` naming every problem found.
+    public static func load(path: String) throws(SessionError) -> Session {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw SessionError(file: path, problems: [.init(field: "", message: "cannot read the file: \(readFailure(error))")])
+        }
+        return try parse(data, file: path)
+    }
+
+    /// Validates session JSON; `file` is only used in messages.
+    public static func parse(_ data: Data, file: String) throws(SessionError) -> Session {
+        let document: JSONValue
+        do {
+            document = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw SessionError(file: file, problems: [.init(field: "", message: "not valid JSON: \(syntaxFailure(error))")])
+        }
+        var validator = Validator()
+        let session = validator.session(document)
+        if !validator.problems.isEmpty { throw SessionError(file: file, problems: validator.problems) }
+        return session
+    }
+
+    private static func readFailure(_ error: Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
+           let code = POSIXErrorCode(rawValue: Int32(underlying.code)), underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(code.rawValue))
+        }
+        if nsError.domain == NSCocoaErrorDomain && nsError.code == NSFileReadNoSuchFileError { return "no such file" }
+        return nsError.localizedDescription
+    }
+
+    private static func syntaxFailure(_ error: Error) -> String {
+        if case let DecodingError.dataCorrupted(context) = error {
+            if let underlying = context.underlyingError as NSError?,
+               let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String {
+                return detail
+            }
+            return context.debugDescription
+        }
+        return String(describing: error)
+    }
+}
+
+/// Walks the document, building a `Session` and collecting every problem with its field path.
+private struct Validator {
+    var problems: [SessionError.Problem] = []
+
+    mutating func fail(_ field: String, _ message: String) {
+        problems.append(.init(field: field, message: message))
+    }
+
+    mutating func session(_ document: JSONValue) -> Session {
+        var session = Session()
+        guard let root = object(document, "", allowed: ["client", "ramp", "osc", "routes", "input", "ducking", "apps", "volumes"]) else {
+            return session
+        }
+        if let value = root["client"], let name = string(value, "client") {
+            if name.isEmpty || name.contains(":") || name.utf8.count > 63 {
+                fail("client", "expected a JACK client name (1 to 63 bytes, no ':'), got '\(name)'")
+            } else {
+                session.client = name
+            }
+        }
+        if let value = root["ramp"], let ms = number(value, "ramp", in: 1...5000, unit: "milliseconds") {
+            session.rampMilliseconds = ms
+        }
+        if let value = root["osc"] { session.osc = osc(value) }
+        if let value = root["routes"] { session.routes = routes(value) }
+        if let value = root["input"], let input = object(value, "input", allowed: ["ports"]) {
+            if let ports = input["ports"] { session.input.ports = strings(ports, "input.ports", portNames: true) }
+        }
+        if let value = root["ducking"] { session.ducking = ducking(value) }
+        if let value = root["apps"] { session.apps = apps(value) }
+        if let value = root["volumes"] { session.volumes = volumes(value, routes: session.routes) }
+        return session
+    }
+
+    // MARK: Sections
+
+    mutating func osc(_ value: JSONValue) -> Session.OSCSettings {
+        var settings = Session.OSCSettings()
+        guard let fields = object(value, "osc", allowed: ["port", "bind", "allow", "admin"]) else { return settings }
+        if let v = fields["port"], let port = integer(v, "osc.port", in: 1...65535) { settings.port = port }
+        if let v = fields["bind"], let bind = string(v, "osc.bind") { settings.bind = bind }
+        if let v = fields["allow"] { settings.allow = strings(v, "osc.allow") }
+        if let v = fields["admin"] { settings.admin = strings(v, "osc.admin") }
+        return settings
+    }
+
+    mutating func routes(_ value: JSONValue) -> [Session.Route] {
+        guard let list = array(value, "routes") else { return [] }
+        var routes: [Session.Route] = []
+        var seen: [String: Int] = [:]
+        for (i, item) in list.enumerated() {
+            let path = "routes[\(i)]"
+            guard let fields = object(item, path, allowed: ["name", "ports", "private", "builtIn"]) else { continue }
+            guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
+            if let first = seen[name] {
+                fail("\(path).name", "route '\(name)' is already declared at routes[\(first)]")
+                continue
+            }
+            seen[name] = i
+            guard let portsValue = required(fields, "ports", path) else { continue }
+            let ports = strings(portsValue, "\(path).ports", portNames: true)
+            if ports.isEmpty {
+                if case .array = portsValue { fail("\(path).ports", "expected at least one destination port") }
+                continue
+            }
+            if ports.count > Session.maximumChannels {
+                fail("\(path).ports", "expected at most \(Session.maximumChannels) ports, got \(ports.count)")
+                continue
+            }
+            var route = Session.Route(name: name, ports: ports)
+            if let v = fields["private"], let b = bool(v, "\(path).private") { route.isPrivate = b }
+            if let v = fields["builtIn"], let b = bool(v, "\(path).builtIn") { route.isBuiltIn = b }
+            routes.append(route)
+        }
+        return routes
+    }
+
+    mutating func ducking(_ value: JSONValue) -> Session.Ducking {
+        var ducking = Session.Ducking()
+        guard let fields = object(value, "ducking", allowed: ["level", "attack", "release", "rules"]) else { return ducking }
+        if let v = fields["level"], let level = number(v, "ducking.level", in: -144...0, unit: "dB") { ducking.level = level }
+        if let v = fields["attack"], let ms = number(v, "ducking.attack", in: 0...60000, unit: "milliseconds") { ducking.attack = ms }
+        if let v = fields["release"], let ms = number(v, "ducking.release", in: 0...60000, unit: "milliseconds") { ducking.release = ms }
+        if let v = fields["rules"], let list = array(v, "ducking.rules") {
+            for (i, item) in list.enumerated() {
+                let path = "ducking.rules[\(i)]"
+                guard let rule = object(item, path, allowed: ["ducker", "ducked", "level"]) else { continue }
+                let ducker = required(rule, "ducker", path).flatMap { string($0, "\(path).ducker") }
+                let ducked = required(rule, "ducked", path).flatMap { string($0, "\(path).ducked") }
+                let level = required(rule, "level", path).flatMap { number($0, "\(path).level", in: -144...0, unit: "dB") }
+                if let ducker, let ducked, let level {
+                    ducking.rules.append(.init(ducker: ducker, ducked: ducked, level: level))
+                }
+            }
+        }
+        return ducking
+    }
+
+    mutating func apps(_ value: JSONValue) -> [Session.App] {
+        guard let list = array(value, "apps") else { return [] }
+        var apps: [Session.App] = []
+        var seen: [String: Int] = [:]
+        for (i, item) in list.enumerated() {
+            let path = "apps[\(i)]"
+            guard let fields = object(item, path, allowed: ["name", "category", "options", "mode", "channels",
+                                                             "connect", "remote", "resume"]) else { continue }
+            guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
+            if let first = seen[name] {
+                fail("\(path).name", "app '\(name)' is already declared at apps[\(first)]")
+                continue
+            }
+            seen[name] = i
+            var app = Session.App(name: name)
+            if let v = fields["category"], let c: Category = word(v, "\(path).category") { app.category = c }
+            if let v = fields["options"], let items = array(v, "\(path).options") {
+                app.options = items.enumerated().compactMap { word($1, "\(path).options[\($0)]") }
+            }
+            if let v = fields["mode"], let m: Mode = word(v, "\(path).mode") { app.mode = m }
+            if let v = fields["channels"], let n = integer(v, "\(path).channels", in: 1...Session.maximumChannels) {
+                app.channelCount = n
+            }
+            if let v = fields["connect"], let items = array(v, "\(path).connect") {
+                for (k, item) in items.enumerated() {
+                    guard let source = string(item, "\(path).connect[\(k)]") else { continue }
+                    do {
+                        app.connect.append(try PortPattern(source))
+                    } catch {
+                        fail("\(path).connect[\(k)]", "expected a regular expression over JACK port names, got '\(source)' (it does not compile)")
+                    }
+                }
+            }
+            if let v = fields["remote"], let items = array(v, "\(path).remote") {
+                app.remote = items.enumerated().compactMap { word($1, "\(path).remote[\($0)]") }
+            }
+            if let v = fields["resume"], let r: ResumePolicy = word(v, "\(path).resume") { app.resume = r }
+            apps.append(app)
+        }
+        return apps
+    }
+
+    mutating func volumes(_ value: JSONValue, routes: [Session.Route]) -> Session.Volumes {
+        var volumes = Session.Volumes()
+        guard let fields = object(value, "volumes", allowed: ["routes", "apps"]) else { return volumes }
+        if let v = fields["routes"], let table = object(v, "volumes.routes", allowed: nil) {
+            let known = Set(routes.map(\.name))
+            for key in table.keys.sorted() {
+                let path = "volumes.routes.\(key)"
+                guard known.contains(key) else {
+                    fail(path, "no route named '\(key)' is declared in routes")
+                    continue
+                }
+                if let level = number(table[key]!, path, in: 0...1, unit: "(a slider position)") { volumes.routes[key] = level }
+            }
+        }
+        if let v = fields["apps"], let table = object(v, "volumes.apps", allowed: nil) {
+            for key in table.keys.sorted() {
+                if let level = number(table[key]!, "volumes.apps.\(key)", in: 0...1, unit: "(a slider position)") {
+                    volumes.apps[key] = level
+                }
+            }
+        }
+        return volumes
+    }
+
+    // MARK: Typed reads; each records a problem and returns nil when the value does not fit.
+
+    mutating func object(_ value: JSONValue, _ path: String, allowed: Set<String>?) -> [String: JSONValue]? {
+        guard case let .object(fields) = value else {
+            fail(path, "expected an object, got \(value.kind)")
+            return nil
+        }
+        if let allowed {
+            for key in fields.keys.sorted() where !allowed.contains(key) {
+                fail(path.isEmpty ? key : "\(path).\(key)",
+                     "unknown field (expected one of \(allowed.sorted().joined(separator: ", ")))")
+            }
+        }
+        return fields
+    }
+
+    mutating func array(_ value: JSONValue, _ path: String) -> [JSONValue]? {
+        guard case let .array(items) = value else {
+            fail(path, "expected a list, got \(value.kind)")
+            return nil
+        }
+        return items
+    }
+
+    mutating func required(_ fields: [String: JSONValue], _ key: String, _ path: String) -> JSONValue? {
+        guard let value = fields[key] else {
+            fail("\(path).\(key)", "is required")
+            return nil
+        }
+        return value
+    }
+
+    mutating func string(_ value: JSONValue, _ path: String) -> String? {
+        guard case let .string(s) = value else {
+            fail(path, "expected a string, got \(value.kind)")
+            return nil
+        }
+        return s
+    }
+
+    mutating func bool(_ value: JSONValue, _ path: String) -> Bool? {
+        guard case let .bool(b) = value else {
+            fail(path, "expected true or false, got \(value.kind)")
+            return nil
+        }
+        return b
+    }
+
+    mutating func number(_ value: JSONValue, _ path: String, in range: ClosedRange<Double>, unit: String) -> Double? {
+        guard case let .number(n) = value else {
+            fail(path, "expected a number \(format(range)) \(unit), got \(value.kind)")
+            return nil
+        }
+        guard range.contains(n) else {
+            fail(path, "expected a number \(format(range)) \(unit), got \(value.kind)")
+            return nil
+        }
+        return n
+    }
+
+    mutating func integer(_ value: JSONValue, _ path: String, in range: ClosedRange<Int>) -> Int? {
+        guard case let .number(n) = value, n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else {
+            fail(path, "expected a whole number from \(range.lowerBound) to \(range.upperBound), got \(value.kind)")
+            return nil
+        }
+        return Int(n)
+    }
+
+    /// A list of strings; with `portNames`, each must be a full `client:port` name.
+    mutating func strings(_ value: JSONValue, _ path: String, portNames: Bool = false) -> [String] {
+        guard let items = array(value, path) else { return [] }
+        var result: [String] = []
+        for (i, item) in items.enumerated() {
+            let itemPath = "\(path)[\(i)]"
+            if let s = string(item, itemPath), !portNames || portName(s, itemPath) { result.append(s) }
+        }
+        return result
+    }
+
+    /// A word from a closed vocabulary (category, option, mode, …).
+    mutating func word<W: RawRepresentable & CaseIterable>(_ value: JSONValue, _ path: String) -> W?
+    where W.RawValue == String {
+        let choices = W.allCases.map(\.rawValue).joined(separator: ", ")
+        guard case let .string(s) = value else {
+            fail(path, "expected one of \(choices), got \(value.kind)")
+            return nil
+        }
+        guard let word = W(rawValue: s) else {
+            fail(path, "expected one of \(choices), got '\(s)'")
+            return nil
+        }
+        return word
+    }
+
+    /// App and route names become parts of JACK port names (`music_in_1`).
+    mutating func portSafeName(_ value: JSONValue, _ path: String) -> String? {
+        guard let name = string(value, path) else { return nil }
+        let allowed = name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }
+        guard !name.isEmpty, name.count <= 48, allowed else {
+            fail(path, "expected a name of 1 to 48 letters, digits, '-', '_' or '.', got '\(name)'")
+            return nil
+        }
+        return name
+    }
+
+    mutating func portName(_ name: String, _ path: String) -> Bool {
+        guard let colon = name.firstIndex(of: ":"), colon != name.startIndex, name.index(after: colon) != name.endIndex else {
+            fail(path, "expected a full JACK port name 'client:port', got '\(name)'")
+            return false
+        }
+        return true
+    }
+
+    private func format(_ range: ClosedRange<Double>) -> String {
+        func f(_ x: Double) -> String { x == x.rounded() ? String(Int(x)) : String(x) }
+        return "from \(f(range.lowerBound)) to \(f(range.upperBound))"
+    }
+}

@@ -1,0 +1,230 @@
+import Testing
+@testable import Engine
+
+/// The engine driven without JACK: a port handle is the address of a test buffer.
+@Suite("Engine")
+struct EngineTests {
+    static let directBuffers: PortBufferFunction = { port, _ in port }
+
+    final class Buffers {
+        var storage: [UnsafeMutablePointer<Float>] = []
+        func make(_ frames: Int, _ value: Float = 0) -> UnsafeMutablePointer<Float> {
+            let p = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+            p.initialize(repeating: value, count: frames)
+            storage.append(p)
+            return p
+        }
+        deinit { storage.forEach { $0.deallocate() } }
+    }
+
+    func plan(inputs: [UnsafeMutablePointer<Float>], output: UnsafeMutablePointer<Float>,
+              gains: [Float], ramp: Int32 = 1, resets: [Int32] = []) -> MixPlanDescription {
+        MixPlanDescription(
+            inputs: inputs.enumerated().map { .init(port: PortHandle($1), meterSlot: Int32($0)) },
+            outputs: [.init(port: PortHandle(output), meterSlot: 0,
+                            contributions: gains.enumerated().map {
+                                MixContribution(input: Int32($0), gainSlot: Int32($0), target: $1, rampFrames: ramp)
+                            })],
+            resetSlots: resets)
+    }
+
+    @Test("a published plan mixes inputs into the output from the next cycle")
+    func mixesAfterPublish() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(64, 0.25), b = buffers.make(64, 0.5), out = buffers.make(64, 9)
+        try engine.publish(plan(inputs: [a, b], output: out, gains: [1, 1]))
+        engine.runCycle(frames: 64)
+        // Ramp of one frame: the first sample is already at the target.
+        #expect((0..<64).allSatisfy { out[$0] == 0.75 })
+        #expect(engine.adoptedPlanGeneration == 1)
+    }
+
+    @Test("replaced plans come back to the control thread and are freed there")
+    func plansAreRetired() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(16, 1), out = buffers.make(16)
+        for g in 1...5 { try engine.publish(plan(inputs: [a], output: out, gains: [Float(g) / 10])) }
+        engine.runCycle(frames: 16)
+        #expect(engine.adoptedPlanGeneration == 5)
+        #expect(engine.collectRetiredPlans() == 4)
+        #expect(engine.retiredPlanGeneration == 4)
+    }
+
+    @Test("a full queue refuses a plan without losing the ones queued")
+    func fullQueue() throws {
+        var configuration = Engine.Configuration()
+        configuration.planQueueCapacity = 4
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(16, 1), out = buffers.make(16)
+        var accepted = 0
+        for g in 1...10 where try engine.publish(plan(inputs: [a], output: out, gains: [Float(g) / 10])) != nil {
+            accepted += 1
+        }
+        #expect(accepted == 4)
+        engine.runCycle(frames: 16)
+        #expect(engine.adoptedPlanGeneration == 4)
+        #expect(out[0] == 0.4)
+    }
+
+    @Test("a gain change ramps over the plan's ramp length and carries across plans")
+    func rampsAcrossPlans() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let dc = buffers.make(256, 1), out = buffers.make(256)
+        try engine.publish(plan(inputs: [dc], output: out, gains: [1]))
+        engine.runCycle(frames: 256)
+        try engine.publish(plan(inputs: [dc], output: out, gains: [0], ramp: 512))
+        engine.runCycle(frames: 256)
+        #expect(abs(out[255] - 0.5) < 1e-4)
+        // A new plan with the same target must not restart the ramp.
+        try engine.publish(plan(inputs: [dc], output: out, gains: [0], ramp: 512))
+        engine.runCycle(frames: 256)
+        #expect(out[255] == 0)
+        #expect(engine.gainState(slot: 0) == .steady(0))
+    }
+
+    @Test("reset slots start from silence and ramp up")
+    func resetSlots() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let dc = buffers.make(64, 1), out = buffers.make(64)
+        try engine.publish(plan(inputs: [dc], output: out, gains: [1]))
+        engine.runCycle(frames: 64)
+        #expect(out[0] == 1)
+        try engine.publish(plan(inputs: [dc], output: out, gains: [1], ramp: 64, resets: [0]))
+        engine.runCycle(frames: 64)
+        #expect(out[0] < 0.05 && out[63] == 1)
+    }
+
+    @Test("NaN and infinity on an input never reach the output; the other inputs still play")
+    func nonFiniteInputs() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let bad = buffers.make(32, 0.5), good = buffers.make(32, 0.25), out = buffers.make(32)
+        bad[3] = .nan; bad[7] = .infinity; bad[9] = -.infinity
+        try engine.publish(plan(inputs: [bad, good], output: out, gains: [1, 1]))
+        engine.runCycle(frames: 32)
+        #expect((0..<32).allSatisfy { out[$0].isFinite })
+        #expect(out[3] == 0.25 && out[7] == 0.25 && out[0] == 0.75)
+        #expect(engine.statistics.nonFiniteInputBuffers == 1)
+    }
+
+    @Test("more bad inputs than scratch buffers are muted for the cycle, not passed through")
+    func manyNonFiniteInputs() throws {
+        var configuration = Engine.Configuration()
+        configuration.sanitiseScratchBuffers = 1
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(16, .nan), b = buffers.make(16, .infinity), out = buffers.make(16)
+        try engine.publish(plan(inputs: [a, b], output: out, gains: [1, 1]))
+        engine.runCycle(frames: 16)
+        #expect((0..<16).allSatisfy { out[$0] == 0 })
+    }
+
+    @Test("sums that overflow to infinity are caught at the output")
+    func overflowingSum() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(16, 3e38), b = buffers.make(16, 3e38), out = buffers.make(16)
+        try engine.publish(plan(inputs: [a, b], output: out, gains: [1, 1]))
+        engine.runCycle(frames: 16)
+        #expect((0..<16).allSatisfy { out[$0].isFinite })
+        #expect(engine.statistics.nonFiniteOutputBuffers == 1)
+    }
+
+    @Test("invalid plans are refused with a reason and change nothing")
+    func invalidPlans() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(16, 1), out = buffers.make(16)
+        #expect(throws: MixPlanError.targetNotFinite(gainSlot: 0)) {
+            try engine.publish(plan(inputs: [a], output: out, gains: [.nan]))
+        }
+        var twice = plan(inputs: [a, a], output: out, gains: [1, 1])
+        twice.outputs[0].contributions[1].gainSlot = 0
+        #expect(throws: MixPlanError.gainSlotUsedTwice(0)) { try engine.publish(twice) }
+        var stray = plan(inputs: [a], output: out, gains: [1])
+        stray.outputs[0].contributions[0].input = 5
+        #expect(throws: MixPlanError.inputIndexOutOfRange(5, output: 0)) { try engine.publish(stray) }
+        #expect(engine.adoptedPlanGeneration == 0)
+        engine.runCycle(frames: 16)
+        #expect(engine.adoptedPlanGeneration == 0)
+    }
+
+    @Test("meters report input and output peaks once a meter interval has passed")
+    func meters() throws {
+        var configuration = Engine.Configuration()
+        configuration.meterIntervalFrames = 64
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(32, -0.5), out = buffers.make(32)
+        try engine.publish(plan(inputs: [a], output: out, gains: [0.5]))
+        engine.runCycle(frames: 32)
+        #expect(engine.collectMeters() == nil)
+        engine.runCycle(frames: 32)
+        let reading = try #require(engine.collectMeters())
+        #expect(reading.inputPeaks[0] == 0.5)
+        #expect(reading.outputPeaks[0] == 0.25)
+        #expect(reading.frames == 64)
+    }
+}
+
+@Suite("SPSC ring")
+struct SPSCRingTests {
+    @Test("values come out in order; a full ring refuses; capacity rounds up to a power of two")
+    func order() {
+        let ring = SPSCRing(minimumCapacity: 3)
+        defer { ring.deallocate() }
+        let capacity = ring.capacity
+        #expect(capacity == 4)
+        var pushed: [Bool] = []
+        for v in 1...5 { pushed.append(ring.push(UInt(v))) }
+        #expect(pushed == [true, true, true, true, false])
+        let hasRoom = ring.hasRoom()
+        #expect(!hasRoom)
+        var popped: [UInt?] = []
+        for _ in 1...5 { popped.append(ring.pop()) }
+        #expect(popped == [1, 2, 3, 4, nil])
+    }
+
+    @Test("a producer and a consumer thread pass a million values without loss or reordering")
+    func concurrent() async {
+        let ring = UnsafeMutablePointer<SPSCRing>.allocate(capacity: 1)
+        ring.initialize(to: SPSCRing(minimumCapacity: 64))
+        defer { ring.pointee.deallocate(); ring.deinitialize(count: 1); ring.deallocate() }
+        let count = 1_000_000
+        let shared = UnsafeSendable(ring)
+        async let produced: Void = Task.detached {
+            var v = 1
+            while v <= count { if shared.value.pointee.push(UInt(v)) { v += 1 } }
+        }.value
+        var expected: UInt = 1
+        var ok = true
+        while expected <= UInt(count) {
+            if let v = ring.pointee.pop() {
+                ok = ok && v == expected
+                expected += 1
+            }
+        }
+        await produced
+        #expect(ok)
+    }
+}
+
+/// Sends a pointer to the producer task of the SPSC test (the ring is built for two threads).
+struct UnsafeSendable<T>: @unchecked Sendable { let value: T; init(_ value: T) { self.value = value } }
+
+@Suite("Decibels")
+struct DecibelsTests {
+    @Test("conversions round-trip and the slider taper is cubic")
+    func conversions() {
+        #expect(abs(Decibels.linear(-20) - 0.1) < 1e-6)
+        #expect(Decibels.linear(-200) == 0)
+        #expect(Decibels.level(0) == -.infinity)
+        #expect(abs(Decibels.level(Decibels.linear(sliderPosition: 0.5)) - -18.06) < 0.01)
+        #expect(abs(Decibels.sliderPosition(linear: 0.125) - 0.5) < 1e-6)
+    }
+}

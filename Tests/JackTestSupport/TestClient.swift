@@ -1,0 +1,230 @@
+import Foundation
+import JackHost
+import Synchronization
+
+/// A JACK client for tests that plays looped signals on its outputs and records its inputs.
+///
+/// Its process callback only copies between preallocated memory and port buffers. Signals are
+/// swapped through atomics; replaced tables are kept alive until the client is gone, so the
+/// process thread never reads freed memory.
+public final class TestClient: @unchecked Sendable {
+    // @unchecked: mutable Swift state is used from the test's thread only; the process thread
+    // reaches only `state`, through atomics and memory that lives as long as this object.
+
+    public let client: JackClient
+    public let outputs: [JackPort]
+    public let inputs: [JackPort]
+    private let state: UnsafeMutablePointer<State>
+    private var tables: [UnsafeMutablePointer<Table>] = []
+    private let recordCapacity: Int
+    private var closed = false
+
+    public init(name: String, server: String, outputs: [String] = [], inputs: [String] = [],
+                recordSeconds: Double = 12) throws {
+        let client = try JackClient(name: name, server: server)
+        let outputPorts = try outputs.map { try client.registerAudioPort($0, direction: .output) }
+        let inputPorts = try inputs.map { try client.registerAudioPort($0, direction: .input) }
+        let recordCapacity = Int(recordSeconds * Double(client.sampleRate))
+        self.client = client
+        self.outputs = outputPorts
+        self.inputs = inputPorts
+        self.recordCapacity = recordCapacity
+        state = .allocate(capacity: 1)
+        state.initialize(to: State(client: client.rawHandle,
+                                   outputs: outputPorts.map { $0.handle.pointer },
+                                   inputs: inputPorts.map { $0.handle.pointer },
+                                   recordCapacity: recordCapacity,
+                                   maxCycles: recordCapacity / 16 + 1))
+        for index in self.outputs.indices { setSignal([0], output: index) }
+        try client.setProcessCallback(testClientProcess, argument: UnsafeMutableRawPointer(state))
+        try client.activate()
+    }
+
+    deinit {
+        close()
+        state.pointee.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
+        for table in tables { table.pointee.samples.deallocate(); table.deallocate() }
+    }
+
+    /// Deactivates and closes the client (as if the program were killed); its ports vanish.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        client.close()
+    }
+
+    /// Plays `samples` on output `output`, looping, from the next cycle.
+    public func setSignal(_ samples: [Float], output: Int) {
+        let table = UnsafeMutablePointer<Table>.allocate(capacity: 1)
+        let storage = UnsafeMutablePointer<Float>.allocate(capacity: max(samples.count, 1))
+        storage.initialize(repeating: 0, count: max(samples.count, 1))
+        for (i, x) in samples.enumerated() { storage[i] = x }
+        table.initialize(to: Table(samples: storage, count: max(samples.count, 1)))
+        tables.append(table)
+        state.pointee.tables[output].store(UInt(bitPattern: table), ordering: .releasing)
+    }
+
+    /// For the next `cycles` cycles, output 0 carries a NaN, a +Inf and a -Inf among its samples.
+    public func injectNonFinite(cycles: Int) {
+        state.pointee.nonFiniteCycles.store(cycles, ordering: .releasing)
+    }
+
+    /// Starts recording every input from the next cycle (discarding any earlier recording).
+    public func startRecording() {
+        state.pointee.recording.store(false, ordering: .releasing)
+        state.pointee.written.store(0, ordering: .releasing)
+        state.pointee.cycleCount.store(0, ordering: .releasing)
+        state.pointee.recording.store(true, ordering: .releasing)
+    }
+
+    /// Stops recording and returns what was recorded.
+    public func stopRecording() -> Recording {
+        state.pointee.recording.store(false, ordering: .releasing)
+        // Let a cycle in progress finish writing.
+        Thread.sleep(forTimeInterval: Double(client.bufferSize * 3) / Double(client.sampleRate))
+        let frames = min(state.pointee.written.load(ordering: .acquiring), recordCapacity)
+        var channels: [[Float]] = []
+        for i in inputs.indices {
+            channels.append(Array(UnsafeBufferPointer(start: state.pointee.record + i * recordCapacity, count: frames)))
+        }
+        let cycles = min(state.pointee.cycleCount.load(ordering: .acquiring), state.pointee.maxCycles)
+        var starts: [(index: Int, frameTime: UInt32)] = []
+        for c in 0..<cycles {
+            let index = state.pointee.cycleIndex[c]
+            if index < frames { starts.append((index, state.pointee.cycleFrameTime[c])) }
+        }
+        return Recording(channels: channels, cycleStarts: starts, sampleRate: client.sampleRate)
+    }
+
+    /// Records for `seconds` and returns the recording.
+    public func record(seconds: Double) -> Recording {
+        startRecording()
+        Thread.sleep(forTimeInterval: seconds)
+        return stopRecording()
+    }
+
+    public func connect(_ source: String, to destination: String) throws {
+        try client.connect(source, to: destination)
+    }
+
+    // MARK: Process-thread state
+
+    struct Table {
+        var samples: UnsafeMutablePointer<Float>
+        var count: Int
+    }
+
+    struct State: ~Copyable {
+        let client: UnsafeMutableRawPointer
+        let outputCount: Int
+        let outputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer>
+        let inputCount: Int
+        let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer>
+        let tables: UnsafeMutablePointer<Atomic<UInt>>
+        let positions: UnsafeMutablePointer<Int>
+        let record: UnsafeMutablePointer<Float>
+        let recordCapacity: Int
+        let cycleIndex: UnsafeMutablePointer<Int>
+        let cycleFrameTime: UnsafeMutablePointer<UInt32>
+        let maxCycles: Int
+        let written = Atomic<Int>(0)
+        let cycleCount = Atomic<Int>(0)
+        let recording = Atomic<Bool>(false)
+        let nonFiniteCycles = Atomic<Int>(0)
+
+        init(client: UnsafeMutableRawPointer, outputs: [UnsafeMutableRawPointer],
+             inputs: [UnsafeMutableRawPointer], recordCapacity: Int, maxCycles: Int) {
+            self.client = client
+            outputCount = outputs.count
+            outputPorts = .allocate(capacity: max(outputs.count, 1))
+            for (i, p) in outputs.enumerated() { (outputPorts + i).initialize(to: p) }
+            inputCount = inputs.count
+            inputPorts = .allocate(capacity: max(inputs.count, 1))
+            for (i, p) in inputs.enumerated() { (inputPorts + i).initialize(to: p) }
+            tables = .allocate(capacity: max(outputs.count, 1))
+            for i in 0..<max(outputs.count, 1) { (tables + i).initialize(to: Atomic<UInt>(0)) }
+            positions = .allocate(capacity: max(outputs.count, 1))
+            positions.initialize(repeating: 0, count: max(outputs.count, 1))
+            self.recordCapacity = recordCapacity
+            record = .allocate(capacity: max(inputs.count, 1) * recordCapacity)
+            record.initialize(repeating: 0, count: max(inputs.count, 1) * recordCapacity)
+            self.maxCycles = maxCycles
+            cycleIndex = .allocate(capacity: maxCycles)
+            cycleIndex.initialize(repeating: 0, count: maxCycles)
+            cycleFrameTime = .allocate(capacity: maxCycles)
+            cycleFrameTime.initialize(repeating: 0, count: maxCycles)
+        }
+
+        func deallocate() {
+            outputPorts.deallocate(); inputPorts.deallocate(); tables.deallocate(); positions.deallocate()
+            record.deallocate(); cycleIndex.deallocate(); cycleFrameTime.deallocate()
+        }
+    }
+}
+
+/// What a `TestClient` recorded: one array per input, and where each JACK cycle began.
+public struct Recording: Sendable {
+    public var channels: [[Float]]
+    /// (sample index in the recording, JACK frame time of that cycle's start).
+    public var cycleStarts: [(index: Int, frameTime: UInt32)]
+    public var sampleRate: Int
+
+    /// Sample indices where a cycle was missed by the recorder (the frame time jumped by more than
+    /// the frames recorded); comparisons of neighbouring samples must not span these.
+    public var gaps: [Int] {
+        var result: [Int] = []
+        for (a, b) in zip(cycleStarts, cycleStarts.dropFirst()) {
+            if b.frameTime &- a.frameTime != UInt32(b.index - a.index) { result.append(b.index) }
+        }
+        return result
+    }
+}
+
+private let testClientProcess: JackClient.ProcessCallback = { frames, argument in
+    let state = argument!.assumingMemoryBound(to: TestClient.State.self)
+    let n = Int(frames)
+    for o in 0..<state.pointee.outputCount {
+        guard let raw = JackClient.portBuffer(state.pointee.outputPorts[o], frames) else { continue }
+        let out = raw.assumingMemoryBound(to: Float.self)
+        let bits = state.pointee.tables[o].load(ordering: .acquiring)
+        if let table = UnsafeMutablePointer<TestClient.Table>(bitPattern: bits) {
+            var position = state.pointee.positions[o] % table.pointee.count
+            for i in 0..<n {
+                out[i] = table.pointee.samples[position]
+                position += 1
+                if position == table.pointee.count { position = 0 }
+            }
+            state.pointee.positions[o] = position
+        } else {
+            out.update(repeating: 0, count: n)
+        }
+        if o == 0, state.pointee.nonFiniteCycles.load(ordering: .acquiring) > 0 {
+            out[n / 4] = .nan
+            out[n / 2] = .infinity
+            out[3 * n / 4] = -.infinity
+            _ = state.pointee.nonFiniteCycles.subtract(1, ordering: .acquiringAndReleasing)
+        }
+    }
+    if state.pointee.recording.load(ordering: .acquiring) {
+        let start = state.pointee.written.load(ordering: .relaxed)
+        let capacity = state.pointee.recordCapacity
+        if start + n <= capacity {
+            for i in 0..<state.pointee.inputCount {
+                if let raw = JackClient.portBuffer(state.pointee.inputPorts[i], frames) {
+                    (state.pointee.record + i * capacity + start)
+                        .update(from: raw.assumingMemoryBound(to: Float.self), count: n)
+                }
+            }
+            let cycle = state.pointee.cycleCount.load(ordering: .relaxed)
+            if cycle < state.pointee.maxCycles {
+                state.pointee.cycleIndex[cycle] = start
+                state.pointee.cycleFrameTime[cycle] = JackClient.cycleStartFrame(state.pointee.client)
+                state.pointee.cycleCount.store(cycle + 1, ordering: .releasing)
+            }
+            state.pointee.written.store(start + n, ordering: .releasing)
+        }
+    }
+    return 0
+}
