@@ -112,7 +112,9 @@ private struct Validator {
             guard let portsValue = required(fields, "ports", path) else { continue }
             let ports = strings(portsValue, "\(path).ports", portNames: true)
             if ports.isEmpty {
-                if case .array = portsValue { fail("\(path).ports", "expected at least one destination port") }
+                if case let .array(items) = portsValue, items.isEmpty {
+                    fail("\(path).ports", "expected at least one destination port")
+                }
                 continue
             }
             if ports.count > Session.maximumChannels {

@@ -1,0 +1,135 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import RouterCore
+import SessionStore
+import Testing
+
+/// A private jackd with a tone source, a recorder and a router wired as a small rig:
+///
+///     source:music_L/R, game_L/R, nav ──connect patterns──▶ duckrouter:<app>_in_<n>
+///     duckrouter:speaker_out_1/2 ──route──▶ recorder:speaker_1/2
+///     source:* ──────────────────────────▶ recorder:ref_* (what went in, same cycle)
+final class Rig {
+    let server: JackServer
+    let source: TestClient
+    let recorder: TestClient
+    private(set) var router: Router?
+    let sampleRate: Int
+
+    static let referenceInputs = ["ref_music_L", "ref_music_R", "ref_game_L", "ref_game_R", "ref_nav"]
+    static let sourceOutputs = ["music_L", "music_R", "game_L", "game_R", "nav"]
+
+    /// Channel indices in recordings.
+    enum Channel: Int { case speaker1, speaker2, musicL, musicR, gameL, gameR, nav }
+
+    static var session: Session {
+        var session = Session()
+        session.routes = [Session.Route(name: "speaker", ports: ["recorder:speaker_1", "recorder:speaker_2"])]
+        session.apps = [
+            Session.App(name: "music", category: .playback, connect: [try! PortPattern("source:music_[LR]")]),
+            Session.App(name: "game", category: .ambient, connect: [try! PortPattern("source:game_.*")]),
+            Session.App(name: "nav", category: .playback, channelCount: 1, connect: [try! PortPattern("source:nav")]),
+            Session.App(name: "idle", category: .playback),
+        ]
+        return session
+    }
+
+    init(period: Int = 256, startRouterFirst: Bool = false) throws {
+        server = try JackServer(period: period)
+        sampleRate = server.sampleRate
+        if startRouterFirst {
+            router = try Router(configuration: Router.Configuration(session: Self.session, server: server.name))
+        }
+        recorder = try TestClient(name: "recorder", server: server.name,
+                                  inputs: ["speaker_1", "speaker_2"] + Self.referenceInputs)
+        source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
+        for (output, input) in zip(Self.sourceOutputs, Self.referenceInputs) {
+            try source.connect("source:\(output)", to: "recorder:\(input)")
+        }
+        if router == nil {
+            router = try Router(configuration: Router.Configuration(session: Self.session, server: server.name))
+        }
+        try waitFor("the router to connect its route and app ports") {
+            recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
+                && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
+        }
+    }
+
+    deinit { close() }
+
+    func close() {
+        router?.stop()
+        router = nil
+        source.close()
+        recorder.close()
+        server.stop()
+    }
+
+    func play(_ samples: [Float], on outputs: Int...) {
+        for output in outputs { source.setSignal(samples, output: output) }
+    }
+
+    func sine(_ frequency: Int, _ amplitude: Float) -> [Float] {
+        Signals.sine(frequency: frequency, amplitude: amplitude, sampleRate: sampleRate)
+    }
+
+    /// Lets the router's ramps settle, then records.
+    func record(seconds: Double, settle: Double = 0.2) -> Recording {
+        Thread.sleep(forTimeInterval: settle)
+        return recorder.record(seconds: seconds)
+    }
+}
+
+extension Recording {
+    subscript(_ channel: Rig.Channel) -> [Float] { channels[channel.rawValue] }
+}
+
+func waitFor(_ what: String, timeout: Double = 5, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    struct TimedOut: Error, CustomStringConvertible { let description: String }
+    throw TimedOut(description: "timed out after \(timeout) s waiting for \(what)")
+}
+
+extension Rig {
+    /// Runs `body` and returns its result with the xruns the router saw meanwhile.
+    func countingXruns<T>(_ body: () throws -> T) rethrows -> (T, xruns: Int) {
+        let before = router!.status().xruns
+        let result = try body()
+        return (result, router!.status().xruns - before)
+    }
+}
+
+/// Checks that `actual` equals `expected` sample for sample (within `tolerance`).
+///
+/// On a shared machine a JACK cycle can be missed (an xrun); the recorder then reads a stale
+/// buffer for that cycle. So: a take without xruns must match everywhere; a take with xruns must
+/// match in every cycle but at most two per xrun (a real fault spoils every cycle, not a few).
+func expectSameAudio(_ actual: [Float], _ expected: [Float], take: Recording, xruns: Int,
+                     tolerance: Float = 1e-6, _ label: String = "",
+                     sourceLocation: SourceLocation = #_sourceLocation) {
+    let starts = take.cycleStarts.map(\.index) + [actual.count]
+    var total = 0
+    var spoiled = 0
+    for (start, end) in zip(starts, starts.dropFirst()) where end > start {
+        total += 1
+        if largestDifference(Array(actual[start..<end]), Array(expected[start..<end])) >= tolerance { spoiled += 1 }
+    }
+    #expect(total > 0, "\(label): no cycles recorded", sourceLocation: sourceLocation)
+    if xruns == 0 {
+        #expect(largestDifference(actual, expected) < tolerance,
+                "\(label): \(spoiled) of \(total) cycles differ without any xrun", sourceLocation: sourceLocation)
+    } else {
+        #expect(spoiled <= 2 * xruns && spoiled * 4 <= total,
+                "\(label): \(spoiled) of \(total) cycles differ, \(xruns) xruns", sourceLocation: sourceLocation)
+    }
+}
+
+/// The largest |a[i] - b[i]|.
+func largestDifference(_ a: [Float], _ b: [Float]) -> Float {
+    zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
+}

@@ -1,0 +1,199 @@
+import CAllocCounter
+import Foundation
+import JackHost
+import JackTestSupport
+import RouterCore
+import SessionStore
+import Testing
+
+/// Real audio through a real jackd (dummy driver): what goes into app ports comes out of route
+/// ports, at the right level, without clicks, NaN or allocation on the process thread.
+@Suite("Router under jackd", .serialized)
+struct RouterAudioTests {
+    @Test("a 440 Hz sine on music reaches the speaker route and its destination at the same level")
+    func sineReachesSpeaker() throws {
+        let rig = try Rig(startRouterFirst: true) // the destination ports appear after the router
+        rig.play(rig.sine(440, 0.5), on: 0)
+        rig.play(rig.sine(440, 0.25), on: 1)
+        let (take, xruns) = rig.countingXruns { rig.record(seconds: 1) }
+        #expect(take[.speaker1].count >= rig.sampleRate * 9 / 10)
+        let expectedLeft = Signals.rmsDecibels(take[.musicL])
+        #expect(abs(expectedLeft - (20 * log10(0.5) - 3.0103)) < 0.01, "the source plays a -9.03 dBFS RMS sine")
+        #expect(abs(Signals.rmsDecibels(take[.speaker1]) - expectedLeft) < 0.05)
+        #expect(abs(Signals.rmsDecibels(take[.speaker2]) - Signals.rmsDecibels(take[.musicR])) < 0.05)
+        // At unity gain the router passes samples through unchanged, channel for channel.
+        expectSameAudio(take[.speaker1], take[.musicL], take: take, xruns: xruns, "left")
+        expectSameAudio(take[.speaker2], take[.musicR], take: take, xruns: xruns, "right")
+        #expect(rig.recorder.client.connections(of: "recorder:speaker_1") == ["duckrouter:speaker_out_1"])
+    }
+
+    @Test("two apps sum sample by sample; an app with no sources adds silence")
+    func appsSum() throws {
+        let rig = try Rig()
+        rig.play(rig.sine(440, 0.4), on: 0, 1)
+        rig.play(rig.sine(1000, 0.3), on: 2, 3)
+        let (take, xruns) = rig.countingXruns { rig.record(seconds: 1) }
+        let expected = zip(take[.musicL], take[.gameL]).map { $0 + $1 }
+        expectSameAudio(take[.speaker1], expected, take: take, xruns: xruns, "left")
+        expectSameAudio(take[.speaker2], zip(take[.musicR], take[.gameR]).map { $0 + $1 }, take: take, xruns: xruns, "right")
+        #expect(Signals.peakDecibels(take[.speaker1]) > -6, "both apps are audible")
+    }
+
+    @Test("a mono app feeds both channels of a stereo route")
+    func monoFeedsBoth() throws {
+        let rig = try Rig()
+        rig.play(rig.sine(330, 0.3), on: 4)
+        let (take, xruns) = rig.countingXruns { rig.record(seconds: 0.5) }
+        expectSameAudio(take[.speaker1], take[.nav], take: take, xruns: xruns, "left")
+        expectSameAudio(take[.speaker2], take[.nav], take: take, xruns: xruns, "right")
+        #expect(Signals.peakDecibels(take[.speaker1]) > -11)
+    }
+
+    @Test("a change from 0 dB to -20 dB is a ramp: no step larger than the ramp allows, right final level")
+    func gainChangeRamps() throws {
+        let rig = try Rig()
+        let router = try #require(rig.router)
+        rig.play(Signals.dc(0.5), on: 0, 1)
+        Thread.sleep(forTimeInterval: 0.2)
+        let (take, xruns) = try rig.countingXruns {
+            rig.recorder.startRecording()
+            Thread.sleep(forTimeInterval: 0.3)
+            try router.setAppGain("music", decibels: -20)
+            Thread.sleep(forTimeInterval: 0.4)
+            return rig.recorder.stopRecording()
+        }
+        let out = take[.speaker1]
+        let rampFrames = Float(rig.sampleRate) * 0.020
+        let allowed = (0.5 - 0.05) / rampFrames  // per sample, for a linear 20 ms ramp
+        // Within a cycle every step is the router's own; across cycles only when no cycle was
+        // missed (a missed cycle leaves the recorder a stale buffer, which is not the router's doing).
+        let boundaries = xruns == 0 ? take.gaps : take.cycleStarts.map(\.index)
+        let largest = Signals.largestStep(out, excluding: boundaries)
+        #expect(largest <= allowed * 1.01, "largest step \(largest), a 20 ms ramp allows \(allowed)")
+        #expect(largest > allowed * 0.5, "the level did move")
+        #expect(abs(out.first! - 0.5) < 1e-6)
+        #expect(abs(out.last! - 0.05) < 1e-5, "final level is -20 dB")
+        let inRamp = out.filter { $0 < 0.5 - 1e-4 && $0 > 0.05 + 1e-4 }.count
+        #expect(abs(Float(inRamp) - rampFrames) < rampFrames * 0.05, "ramp lasts 20 ms (\(inRamp) samples)")
+        #expect(router.status().apps.first { $0.name == "music" }.map { abs($0.gainDecibels + 20) < 0.01 } == true)
+    }
+
+    @Test("a route volume change ramps too, and bad values are refused without changing anything")
+    func routeVolumeAndBadValues() throws {
+        let rig = try Rig()
+        let router = try #require(rig.router)
+        rig.play(Signals.dc(0.5), on: 0, 1)
+        try router.setRouteVolume("speaker", position: 0.5) // cubic taper: 0.125
+        let take = rig.record(seconds: 0.3)
+        #expect(abs(take[.speaker1].last! - 0.0625) < 1e-5)
+        let before = router.status()
+        #expect(throws: RouterError.self) { try router.setAppVolume("music", position: .nan) }
+        #expect(throws: RouterError.self) { try router.setAppVolume("music", position: 1.5) }
+        #expect(throws: RouterError.self) { try router.setAppGain("music", decibels: .nan) }
+        #expect(throws: RouterError.unknownApp("drums")) { try router.setAppVolume("drums", position: 0.5) }
+        #expect(throws: RouterError.unknownRoute("hdmi")) { try router.setRouteVolume("hdmi", position: 0.5) }
+        let after = router.status()
+        #expect(after.apps.map(\.volume) == before.apps.map(\.volume))
+        #expect(after.routes.map(\.volume) == before.routes.map(\.volume))
+        #expect(after.publishedPlan == before.publishedPlan, "no plan was published for a refused change")
+    }
+
+    @Test("NaN and infinity on an input leave the output finite and the other app intact")
+    func nonFiniteInput() throws {
+        let rig = try Rig()
+        let router = try #require(rig.router)
+        rig.play(rig.sine(440, 0.2), on: 0, 1)
+        rig.play(rig.sine(1000, 0.3), on: 2, 3)
+        Thread.sleep(forTimeInterval: 0.2)
+        let (take, xruns) = rig.countingXruns {
+            rig.recorder.startRecording()
+            rig.source.injectNonFinite(cycles: 100)
+            Thread.sleep(forTimeInterval: 0.8)
+            return rig.recorder.stopRecording()
+        }
+        #expect(take[.speaker1].allSatisfy { $0.isFinite })
+        #expect(take[.speaker2].allSatisfy { $0.isFinite })
+        #expect(take[.musicL].contains { $0.isNaN }, "the source did send NaN")
+        // Where music was NaN or infinite, the speaker carries the game alone; elsewhere the sum.
+        let expected = zip(take[.musicL], take[.gameL]).map { $0.isFinite ? $0 + $1 : $1 }
+        expectSameAudio(take[.speaker1], expected, take: take, xruns: xruns)
+        #expect(router.status().nonFiniteInputBuffers >= 50)
+    }
+
+    @Test("killing the signal source mid-run leaves the output finite and the router running")
+    func sourceKilled() throws {
+        let rig = try Rig()
+        let router = try #require(rig.router)
+        rig.play(rig.sine(440, 0.5), on: 0, 1)
+        Thread.sleep(forTimeInterval: 0.2)
+        rig.recorder.startRecording()
+        Thread.sleep(forTimeInterval: 0.3)
+        rig.source.close()
+        Thread.sleep(forTimeInterval: 0.5)
+        let take = rig.recorder.stopRecording()
+        #expect(take[.speaker1].allSatisfy { $0.isFinite })
+        #expect(Signals.peakDecibels(take[.speaker1].prefix(rig.sampleRate / 10)) > -7, "music played before")
+        #expect(Signals.peakDecibels(take[.speaker1].suffix(rig.sampleRate / 5)) == -.infinity, "silence after")
+        let cycles = router.status().cycles
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(router.status().cycles > cycles, "the router is still processing")
+    }
+
+    @Test("a JACK period change re-prepares without a crash and the mix stays exact")
+    func bufferSizeChange() throws {
+        let rig = try Rig(period: 256)
+        let router = try #require(rig.router)
+        rig.play(rig.sine(440, 0.4), on: 0, 1)
+        rig.play(rig.sine(1000, 0.2), on: 2, 3)
+        for period in [64, 1024, 128] {
+            let change = Process()
+            change.executableURL = URL(fileURLWithPath: "/usr/bin/jack_bufsize")
+            change.arguments = ["\(period)"]
+            change.environment = ["JACK_DEFAULT_SERVER": rig.server.name]
+            change.standardOutput = FileHandle.nullDevice
+            change.standardError = FileHandle.nullDevice
+            try change.run()
+            change.waitUntilExit()
+            try waitFor("the router to see period \(period)") { router.status().bufferSize == period }
+            let (take, xruns) = rig.countingXruns { rig.record(seconds: 0.4) }
+            let expected = zip(take[.musicL], take[.gameL]).map { $0 + $1 }
+            expectSameAudio(take[.speaker1], expected, take: take, xruns: xruns, "period \(period)")
+            #expect(take[.speaker1].count > rig.sampleRate / 4)
+        }
+    }
+
+    @Test("the process thread makes no allocation while plans change every cycle for 2 seconds")
+    func noAllocationOnProcessThread() throws {
+        #expect(CAllocCounter_is_active() == 1, "the malloc counter is interposed")
+        // The counter does count: allocations on a watched thread show up.
+        CAllocCounter_watch(pthread_self())
+        let probe = [Int](repeating: 7, count: Int.random(in: 100...200))
+        CAllocCounter_stop()
+        #expect(CAllocCounter_allocations() >= 1 && probe.count >= 100)
+
+        let rig = try Rig(period: 128)
+        let router = try #require(rig.router)
+        rig.play(rig.sine(440, 0.4), on: 0, 1)
+        rig.play(rig.sine(1000, 0.2), on: 2, 3, 4)
+        Thread.sleep(forTimeInterval: 0.3)
+        let firstPlan = router.status().adoptedPlan
+        let firstCycle = router.status().cycles
+        CAllocCounter_watch(router.processThread)
+        let period = Double(rig.server.period) / Double(rig.sampleRate)
+        let end = Date().addingTimeInterval(2.2)
+        var loud = false
+        while Date() < end {
+            loud.toggle()
+            try router.setAppGain("music", decibels: loud ? 0 : -6)
+            try router.setRouteVolume("speaker", position: loud ? 1 : 0.9)
+            Thread.sleep(forTimeInterval: period)
+        }
+        CAllocCounter_stop()
+        let status = router.status()
+        let cycles = status.cycles - firstCycle
+        #expect(cycles >= UInt64(2 / period * 0.8), "ran for at least 2 s (\(cycles) cycles)")
+        #expect(status.adoptedPlan - firstPlan >= cycles / 2, "plans changed about every cycle (\(status.adoptedPlan - firstPlan) plans in \(cycles) cycles)")
+        #expect(CAllocCounter_allocations() == 0, "allocations on the process thread")
+        #expect(CAllocCounter_frees() == 0, "frees on the process thread")
+    }
+}

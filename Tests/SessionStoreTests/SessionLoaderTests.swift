@@ -1,0 +1,132 @@
+import Foundation
+import Policy
+import Testing
+@testable import SessionStore
+
+@Suite("Session files")
+struct SessionLoaderTests {
+    func parse(_ json: String) throws(SessionError) -> Session {
+        try SessionLoader.parse(Data(json.utf8), file: "Sessions/test.json")
+    }
+
+    func problems(_ json: String) -> [String] {
+        do {
+            _ = try parse(json)
+            return []
+        } catch {
+            return error.description.split(separator: "\n").map(String.init)
+        }
+    }
+
+    @Test("{} is a valid session with every default")
+    func emptyIsValid() throws {
+        let session = try parse("{}")
+        #expect(session == Session())
+        #expect(session.client == "duckrouter" && session.rampMilliseconds == 20 && session.osc.port == 9951)
+    }
+
+    @Test("the shipped default session loads: a speaker route and example apps")
+    func defaultSession() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sessions/default.json").standardizedFileURL
+        let session = try SessionLoader.load(path: url.path)
+        #expect(session.routes.map(\.name) == ["speaker"])
+        #expect(session.routes[0].ports == ["system:playback_1", "system:playback_2"])
+        #expect(session.apps.map(\.name) == ["music", "nav", "game"])
+        #expect(session.apps[1].channelCount == 1)
+        #expect(session.apps[0].connect.first?.matches("mpv:out_0") == true)
+    }
+
+    @Test("the design's example session loads with every field")
+    func designExample() throws {
+        let session = try parse("""
+            {
+              "client": "duckrouter",
+              "osc": { "port": 9951, "bind": "127.0.0.1", "allow": ["127.0.0.1/32"] },
+              "routes": [
+                { "name": "speaker",    "ports": ["system:playback_1", "system:playback_2"] },
+                { "name": "headphones", "ports": ["usbphones:playback_1", "usbphones:playback_2"], "private": true }
+              ],
+              "input": { "ports": ["system:capture_1"] },
+              "ducking": { "level": -14, "attack": 100, "release": 500 },
+              "apps": [
+                { "name": "music", "category": "playback", "remote": ["play", "pause", "togglePlayPause"],
+                  "connect": ["mpv:out_0", "mpv:out_1"] },
+                { "name": "nav", "category": "playback", "mode": "voicePrompt",
+                  "options": ["duckOthers", "interruptSpokenAudioAndMixWithOthers"], "channels": 1 },
+                { "name": "game", "category": "ambient", "resume": "auto" }
+              ],
+              "volumes": { "routes": { "speaker": 0.8, "headphones": 0.5 }, "apps": { "music": 1.0 } }
+            }
+            """)
+        #expect(session.routes[1].isPrivate)
+        #expect(session.apps[1].options == [.duckOthers, .interruptSpokenAudioAndMixWithOthers])
+        #expect(session.apps[1].mode == .voicePrompt)
+        #expect(session.apps[2].resume == .auto)
+        #expect(session.apps[0].remote == [.play, .pause, .togglePlayPause])
+        #expect(session.volumes.routes["headphones"] == 0.5)
+        #expect(session.input.ports == ["system:capture_1"])
+    }
+
+    /// Each broken file and the exact lines it produces.
+    @Test("broken files name the file, the field and what was expected", arguments: [
+        ("{\"apps\": [", "Sessions/test.json: not valid JSON: "),
+        (#"{"apps": [{"name": "music", "category": "playbak"}]}"#,
+         "Sessions/test.json: apps[0].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'"),
+        (#"{"apps": [{"name": "music", "channels": "two"}]}"#,
+         "Sessions/test.json: apps[0].channels: expected a whole number from 1 to 32, got 'two'"),
+        (#"{"apps": [{"name": "a"}, {"name": "a"}]}"#,
+         "Sessions/test.json: apps[1].name: app 'a' is already declared at apps[0]"),
+        (#"{"routes": [{"name": "s", "ports": ["x:y"]}, {"name": "s", "ports": ["x:z"]}]}"#,
+         "Sessions/test.json: routes[1].name: route 's' is already declared at routes[0]"),
+        (#"{"apps": [{"name": "m", "connect": ["mpv:(out"]}]}"#,
+         "Sessions/test.json: apps[0].connect[0]: expected a regular expression over JACK port names, got 'mpv:(out' (it does not compile)"),
+        (#"{"routes": [{"name": "speaker", "ports": ["playback_1"]}]}"#,
+         "Sessions/test.json: routes[0].ports[0]: expected a full JACK port name 'client:port', got 'playback_1'"),
+        (#"{"routes": [{"name": "speaker"}]}"#, "Sessions/test.json: routes[0].ports: is required"),
+        (#"{"apps": [{"name": "my music"}]}"#,
+         "Sessions/test.json: apps[0].name: expected a name of 1 to 48 letters, digits, '-', '_' or '.', got 'my music'"),
+        (#"{"volumes": {"apps": {"music": 1.5}}}"#,
+         "Sessions/test.json: volumes.apps.music: expected a number from 0 to 1 (a slider position), got 1.5"),
+        (#"{"volumes": {"routes": {"hdmi": 0.5}}}"#,
+         "Sessions/test.json: volumes.routes.hdmi: no route named 'hdmi' is declared in routes"),
+        (#"{"ramp": 0}"#, "Sessions/test.json: ramp: expected a number from 1 to 5000 milliseconds, got 0"),
+        (#"{"client": "a:b"}"#, "Sessions/test.json: client: expected a JACK client name (1 to 63 bytes, no ':'), got 'a:b'"),
+        (#"{"apps": [{"name": "m", "chanels": 2}]}"#,
+         "Sessions/test.json: apps[0].chanels: unknown field (expected one of category, channels, connect, mode, name, options, remote, resume)"),
+        (#"[]"#, "Sessions/test.json: expected an object, got a list"),
+    ])
+    func brokenFiles(json: String, expected: String) {
+        let lines = problems(json)
+        #expect(lines.count == 1, "\(lines)")
+        #expect(lines.first?.hasPrefix(expected) == true, "got \(lines)")
+    }
+
+    @Test("every problem in a file is reported at once")
+    func allProblemsAtOnce() {
+        let lines = problems(#"{"apps": [{"name": "a", "category": "x", "mode": "loud", "channels": 0}], "extra": true}"#)
+        #expect(lines.count == 4, "\(lines)")
+        #expect(lines.contains { $0.contains("extra: unknown field") })
+        #expect(lines.contains { $0.contains("apps[0].mode: expected one of default, spokenAudio") })
+    }
+
+    @Test("a missing file is one clear error")
+    func missingFile() {
+        #expect(throws: SessionError.self) { try SessionLoader.load(path: "/nonexistent/x.json") }
+        do {
+            _ = try SessionLoader.load(path: "/nonexistent/x.json")
+        } catch {
+            #expect(error.description == "/nonexistent/x.json: cannot read the file: no such file")
+        }
+    }
+
+    @Test("connect patterns match whole port names")
+    func patterns() throws {
+        let exact = try PortPattern("mpv:out_0")
+        #expect(exact.matches("mpv:out_0"))
+        #expect(!exact.matches("mpv:out_01"))
+        #expect(!exact.matches("xmpv:out_0"))
+        let any = try PortPattern("firefox:output_.*")
+        #expect(any.matches("firefox:output_FL") && !any.matches("firefox:input_1"))
+    }
+}
