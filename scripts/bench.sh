@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# make bench: the mix kernels against the C reference, and the whole router under jackd (dummy)
+# against jack_mix_box with the same number of stereo channels fed by the same source.
+# Results: bench-results/ (text and Markdown rows for docs/PERFORMANCE.md).
+#   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${RUNS:-3}
+window=${BENCH_SECONDS:-10}
+# jack_mix_box takes one MIDI CC (0-127) per channel and crashes with 128, so the whole-mixer
+# comparison uses 127 stereo channels; the kernel benchmark uses the 128 the issue names.
+apps=${BENCH_APPS:-127}
+rate=48000
+period=128
+out=bench-results
+mkdir -p "$out"
+server="duckbench-$$"
+export JACK_DEFAULT_SERVER=$server
+pids=()
+
+cleanup() {
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+echo "== Mix kernels (duckbench): 128 stereo apps into 4 stereo routes, $period frames"
+.build/release/duckbench --apps 128 --frames $period --runs 9 --cycles 20000 | tee "$out/kernel.txt"
+.build/release/duckbench --apps 128 --frames $period --runs 9 --cycles 20000 --markdown > "$out/kernel.md"
+
+echo "== Whole mixers under jackd -d dummy -r $rate -p $period: CPU per cycle, $runs runs of ${window}s"
+jackd -n "$server" -d dummy -r $rate -p $period > "$out/jackd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do jack_lsp >/dev/null 2>&1 && break; sleep 0.1; done
+jack_simple_client feeder > /dev/null 2>&1 &
+pids+=($!)
+sleep 1
+
+python3 - "$apps" > "$out/bench-session.json" <<'PY'
+import json, sys
+apps = int(sys.argv[1])
+print(json.dumps({
+    "client": "duckrouter",
+    "routes": [{"name": f"route{r}", "ports": ["system:playback_1", "system:playback_2"]} for r in range(1, 5)],
+    "apps": [{"name": f"app{a:03d}", "category": "ambient", "connect": ["feeder:output1", "feeder:output2"]}
+             for a in range(1, apps + 1)],
+}, indent=1))
+PY
+
+# CPU time of every thread of a process, in nanoseconds.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
+
+# Prints µs of CPU per JACK cycle for process $1 over the window.
+measure() {
+    local pid=$1
+    sleep 2
+    local a t0 b t1
+    a=$(cpu_ns "$pid"); t0=$(date +%s.%N)
+    sleep "$window"
+    b=$(cpu_ns "$pid"); t1=$(date +%s.%N)
+    python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
+}
+
+router_runs=()
+mixbox_runs=()
+for run in $(seq "$runs"); do
+    .build/release/duckrouter --server "$server" --log-level warning "$out/bench-session.json" 2>>"$out/duckrouter.log" &
+    pid=$!
+    for _ in $(seq 100); do
+        [ "$(jack_lsp -c "duckrouter:app${apps}_in_2" 2>/dev/null | grep -c feeder)" -ge 1 ] && break
+        sleep 0.1
+    done
+    router_runs+=("$(measure "$pid")")
+    kill -INT "$pid"; wait "$pid" || true
+
+    jack_mix_box -n mixbox -s $(seq 0 $((apps - 1))) >> "$out/jack_mix_box.log" 2>&1 &
+    pid=$!
+    sleep 1
+    for n in $(seq 1 "$apps"); do
+        jack_connect feeder:output1 "mixbox:Channel $n L" 2>/dev/null || true
+        jack_connect feeder:output2 "mixbox:Channel $n R" 2>/dev/null || true
+    done
+    figure=$(measure "$pid")
+    if kill -0 "$pid" 2>/dev/null; then
+        mixbox_runs+=("$figure")
+        kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+    else
+        wait "$pid" 2>/dev/null; status=$?
+        echo "jack_mix_box exited with status $status before it could be measured (see $out/jack_mix_box.log)" >&2
+        mixbox_runs+=("crashed")
+    fi
+    echo "run $run: duckrouter ${router_runs[-1]} µs/cycle, jack_mix_box ${mixbox_runs[-1]} µs/cycle"
+done
+
+python3 - "$out" "${router_runs[*]}" "${mixbox_runs[*]}" "$apps" <<'PY'
+import statistics, sys
+out, apps = sys.argv[1], sys.argv[4]
+router = [float(x) for x in sys.argv[2].split()]
+mixbox = [float(x) for x in sys.argv[3].split() if x != "crashed"]
+r = statistics.median(router)
+runs = ', '.join(f'{x:.2f}' for x in router)
+if mixbox:
+    m = statistics.median(mixbox)
+    line = (f"| {apps} stereo apps, 128 frames, 48 kHz | {r:.2f} | {m:.2f} | {m / r:.1f}x less | "
+            f"{runs} / {', '.join(f'{x:.2f}' for x in mixbox)} |")
+    print(f"median: duckrouter {r:.2f} µs/cycle, jack_mix_box {m:.2f} µs/cycle: duckrouter uses {m / r:.1f}x less CPU per cycle")
+else:
+    line = f"| {apps} stereo apps, 128 frames, 48 kHz | {r:.2f} | crashed | not measured | {runs} / crashed |"
+    print(f"median: duckrouter {r:.2f} µs/cycle; jack_mix_box crashed in every run, no comparison")
+open(f"{out}/router.md", "w").write(line + "\n")
+PY
+echo "Markdown rows for docs/PERFORMANCE.md: $out/kernel.md, $out/router.md"
