@@ -144,15 +144,7 @@ public final class JackClient {
         case .output: flags = UInt(JackPortIsOutput.rawValue)
         case nil: flags = 0
         }
-        guard let list = jack_get_ports(handle, pattern, CJackShims_default_audio_type(), flags) else { return [] }
-        defer { jack_free(list) }
-        var names: [String] = []
-        var i = 0
-        while let entry = list[i] {
-            names.append(String(cString: entry))
-            i += 1
-        }
-        return names
+        return Self.takeNames(jack_get_ports(handle, pattern, CJackShims_default_audio_type(), flags))
     }
 
     /// Whether a port of that full name exists in the graph.
@@ -162,8 +154,13 @@ public final class JackClient {
 
     /// Full names of the ports connected to the port named `fullName`.
     public func connections(of fullName: String) -> [String] {
-        guard let port = jack_port_by_name(handle, fullName),
-              let list = jack_port_get_all_connections(handle, port) else { return [] }
+        guard let port = jack_port_by_name(handle, fullName) else { return [] }
+        return Self.takeNames(jack_port_get_all_connections(handle, port))
+    }
+
+    /// Copies a NULL-terminated list of port names that JACK allocated, and frees it.
+    private static func takeNames(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> [String] {
+        guard let list else { return [] }
         defer { jack_free(list) }
         var names: [String] = []
         var i = 0

@@ -142,29 +142,32 @@ public final class Router: @unchecked Sendable {
         var nextInputSlot: Int32 = 0
         var nextOutputSlot: Int32 = 0
         for app in session.apps {
-            var ports: [JackPort] = []
-            var slots: [Int32] = []
-            for n in 1...app.channelCount {
-                ports.append(try client.registerAudioPort("\(app.name)_in_\(n)", direction: .input))
-                slots.append(nextInputSlot)
-                nextInputSlot += 1
-            }
+            let (ports, slots) = try registerGroup("\(app.name)_in_", count: app.channelCount,
+                                                   direction: .input, slots: &nextInputSlot)
             let volume = session.volumes.apps[app.name] ?? 1
             apps.append(AppState(name: app.name, ports: ports, meterSlots: slots, connect: app.connect,
                                  gain: Decibels.linear(sliderPosition: Float(volume))))
         }
         for route in session.routes {
-            var ports: [JackPort] = []
-            var slots: [Int32] = []
-            for n in 1...route.channelCount {
-                ports.append(try client.registerAudioPort("\(route.name)_out_\(n)", direction: .output))
-                slots.append(nextOutputSlot)
-                nextOutputSlot += 1
-            }
+            let (ports, slots) = try registerGroup("\(route.name)_out_", count: route.channelCount,
+                                                   direction: .output, slots: &nextOutputSlot)
             let volume = session.volumes.routes[route.name] ?? 1
             routes.append(RouteState(name: route.name, ports: ports, meterSlots: slots, destinations: route.ports,
                                      gain: Decibels.linear(sliderPosition: Float(volume))))
         }
+    }
+
+    /// Registers ports `<prefix>1…<prefix>count`, each with the next stable meter slot.
+    private func registerGroup(_ prefix: String, count: Int, direction: JackClient.Direction,
+                               slots nextSlot: inout Int32) throws -> ([JackPort], [Int32]) {
+        var ports: [JackPort] = []
+        var slots: [Int32] = []
+        for n in 1...count {
+            ports.append(try client.registerAudioPort("\(prefix)\(n)", direction: direction))
+            slots.append(nextSlot)
+            nextSlot += 1
+        }
+        return (ports, slots)
     }
 
     /// Connects each route channel to its destination port, where that port exists.
