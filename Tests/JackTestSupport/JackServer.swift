@@ -8,7 +8,7 @@ public final class JackServer: @unchecked Sendable {
     public let sampleRate: Int
     public let period: Int
     public let logFile: URL
-    private let process = Process()
+    private let process: Process
 
     public enum Failure: Error, CustomStringConvertible {
         case didNotStart(String, log: String)
@@ -19,34 +19,73 @@ public final class JackServer: @unchecked Sendable {
         }
     }
 
+    /// JACK2 keeps a fixed number of server slots in shared memory and a server that dies uncleanly
+    /// never frees its slot, unless a later server takes the same name. So tests draw from a small
+    /// pool of names instead of inventing a new one each time.
+    static let namePool = (0..<6).map { "duckrouter-test-\($0)" }
+
     public init(sampleRate: Int = 48000, period: Int = 256) throws {
         JackLibraryMessages.route(to: nil)
-        let unique = "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        name = "duckrouter-test-\(unique)"
         self.sampleRate = sampleRate
         self.period = period
-        logFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).log")
-        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        let log = try FileHandle(forWritingTo: logFile)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
-        process.arguments = ["-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)"]
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-
-        // Ready when a client can connect.
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if let probe = try? JackClient(name: "probe", server: name) {
-                probe.close()
+        var lastLog = ""
+        for attempt in 0..<(Self.namePool.count + 1) {
+            if attempt == Self.namePool.count {
+                // Every name was refused: if no jackd runs at all, the registry holds only stale
+                // entries of servers that died; clear them once and try the pool again.
+                guard Self.removeStaleRegistryIfNoServerRuns() else { break }
+            }
+            let candidate = Self.namePool[attempt % Self.namePool.count]
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(candidate)-\(getpid()).log")
+            if let started = try Self.start(name: candidate, sampleRate: sampleRate, period: period, log: log) {
+                name = candidate
+                logFile = log
+                process = started
                 return
             }
-            if !process.isRunning { break }
+            lastLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            try? FileManager.default.removeItem(at: log)
+        }
+        throw Failure.didNotStart(Self.namePool.joined(separator: ", "), log: lastLog)
+    }
+
+    /// Starts jackd under `name` and waits until a client can connect; nil when it did not start.
+    private static func start(name: String, sampleRate: Int, period: Int, log: URL) throws -> Process? {
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
+        process.arguments = ["-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)"]
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline && process.isRunning {
+            if let probe = try? JackClient(name: "probe", server: name) {
+                probe.close()
+                return process
+            }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        stop()
-        throw Failure.didNotStart(name, log: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return nil
+    }
+
+    /// Removes JACK's shared-memory registry when no jackd process exists on the machine.
+    private static func removeStaleRegistryIfNoServerRuns() -> Bool {
+        let running = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.contains { entry in
+            guard Int(entry) != nil,
+                  let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8) else { return false }
+            return comm.trimmingCharacters(in: .whitespacesAndNewlines) == "jackd"
+        } ?? true
+        guard !running, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm") else { return false }
+        for entry in entries where entry.hasPrefix("jack") {
+            try? FileManager.default.removeItem(atPath: "/dev/shm/\(entry)")
+        }
+        FileHandle.standardError.write(Data("JackServer: cleared stale JACK shared memory (no jackd was running)\n".utf8))
+        return true
     }
 
     deinit { stop() }
