@@ -7,9 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
 window=${BENCH_SECONDS:-10}
-# jack_mix_box takes one MIDI CC (0-127) per channel and crashes with 128, so the whole-mixer
-# comparison uses 127 stereo channels; the kernel benchmark uses the 128 the issue names.
-apps=${BENCH_APPS:-127}
+# jack_mix_box takes one MIDI CC (0-127) per channel, so 128 is its maximum too.
+apps=${BENCH_APPS:-128}
 rate=48000
 period=128
 out=bench-results
@@ -27,6 +26,24 @@ trap cleanup EXIT
 echo "== Mix kernels (duckbench): 128 stereo apps into 4 stereo routes, $period frames"
 .build/release/duckbench --apps 128 --frames $period --runs 9 --cycles 20000 | tee "$out/kernel.txt"
 .build/release/duckbench --apps 128 --frames $period --runs 9 --cycles 20000 --markdown > "$out/kernel.md"
+
+echo "== Mix kernels: instructions per cycle under valgrind (repeatable, unlike the times above)"
+# valgrind 3.19 cannot read the toolchain's debug info, so it runs a stripped copy. Each count is
+# the difference between 1,100 and 100 cycles, which cancels start-up and set-up.
+stripped="$out/duckbench.stripped"
+strip -o "$stripped" .build/release/duckbench
+instructions() {
+    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$stripped" \
+        --only "$1" --scene "$2" --cycles "$3" 2>&1 | awk '/I +refs:/ { gsub(",", "", $NF); print $NF }'
+}
+{
+    printf '%-10s  %14s  %14s  %6s\n' scene "C -O3 instr" "Swift SIMD" ratio
+    for scene in steady ramping; do
+        c=$(( ($(instructions c $scene 1100) - $(instructions c $scene 100)) / 1000 ))
+        v=$(( ($(instructions vectorised $scene 1100) - $(instructions vectorised $scene 100)) / 1000 ))
+        printf '%-10s  %14d  %14d  %6s\n' $scene $c $v "$(python3 -c "print(f'{$v / $c:.2f}')")"
+    done
+} | tee "$out/kernel-instructions.txt"
 
 echo "== Whole mixers under jackd -d dummy -r $rate -p $period: CPU per cycle, $runs runs of ${window}s"
 jackd -n "$server" -d dummy -r $rate -p $period > "$out/jackd.log" 2>&1 &
@@ -48,7 +65,7 @@ print(json.dumps({
 PY
 
 # CPU time of every thread of a process, in nanoseconds.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
 
 # Prints µs of CPU per JACK cycle for process $1 over the window.
 measure() {
@@ -73,9 +90,20 @@ for run in $(seq "$runs"); do
     router_runs+=("$(measure "$pid")")
     kill -INT "$pid"; wait "$pid" || true
 
+    # jack_mix_box adds its channels after activating its client, and its process callback walks
+    # the channel list while it grows: at 128 frames it crashes (SIGSEGV) within a second, every
+    # time, with 8 channels or more. Starting it while the server runs 8192-frame periods (one
+    # cycle every 170 ms) leaves no cycle inside that window; the measured period is set after.
+    jack_bufsize 8192 > /dev/null
     jack_mix_box -n mixbox -s $(seq 0 $((apps - 1))) >> "$out/jack_mix_box.log" 2>&1 &
     pid=$!
-    sleep 1
+    for _ in $(seq 100); do
+        [ "$(jack_lsp 2>/dev/null | grep -c '^mixbox:Channel')" -ge $((2 * apps)) ] && break
+        sleep 0.1
+    done
+    jack_bufsize $period > /dev/null
+    jack_connect "mixbox:MAIN L" system:playback_1 2>/dev/null || true
+    jack_connect "mixbox:MAIN R" system:playback_2 2>/dev/null || true
     for n in $(seq 1 "$apps"); do
         jack_connect feeder:output1 "mixbox:Channel $n L" 2>/dev/null || true
         jack_connect feeder:output2 "mixbox:Channel $n R" 2>/dev/null || true

@@ -129,42 +129,63 @@ public enum MixKernel {
         while i < frames { out[i] += gain * x[i]; i &+= 1 }
     }
 
-    /// A block with a ramp in progress: the ramped part lane by lane with the end of the ramp
-    /// selected per lane, then the rest at the target gain.
+    /// A block with a ramp in progress: while `i + 1 < remaining` the gain is
+    /// `current + step * (i + 1)`; from the ramp's last sample on it is the target. The two parts
+    /// are separate straight loops, so no lane needs a per-block compare and select.
     @_noLocks
     static func ramp(_ out: UnsafeMutablePointer<Float>, _ x: UnsafePointer<Float>,
                      state: GainState, frames: Int, assigning: Bool) {
-        let rampEnd = min(Int(state.remaining), frames)
-        let start = Lanes(repeating: state.current)
-        let step = Lanes(repeating: state.step)
-        let target = Lanes(repeating: state.target)
-        let remaining = Lanes(repeating: Float(state.remaining))
+        let ramped = min(Int(state.remaining) &- 1, frames)
+        if assigning {
+            rampAssign(out, x, start: state.current, step: state.step, frames: ramped)
+        } else {
+            rampAccumulate(out, x, start: state.current, step: state.step, frames: ramped)
+        }
+        if ramped < frames {
+            let rest = frames &- ramped
+            if assigning {
+                assign(out + ramped, x + ramped, gain: state.target, frames: rest)
+            } else {
+                accumulate(out + ramped, x + ramped, gain: state.target, frames: rest)
+            }
+        }
+    }
+
+    /// `out[i] = (start + step * (i + 1)) * x[i]` for `i` in `0..<frames`.
+    @_noLocks
+    static func rampAssign(_ out: UnsafeMutablePointer<Float>, _ x: UnsafePointer<Float>,
+                           start: Float, step: Float, frames: Int) {
         // Sample positions i + 1 of the lanes, kept as floats (exact up to 2^24) so the loop
         // needs no int-to-float conversion per block.
         var position = Lanes(1, 2, 3, 4, 5, 6, 7, 8)
-        let eight = Lanes(repeating: 8)
+        let starts = Lanes(repeating: start), steps = Lanes(repeating: step), eight = Lanes(repeating: 8)
         var i = 0
-        while i &+ 8 <= rampEnd {
-            var g = start + step * position
-            g.replace(with: target, where: position .>= remaining)
-            let base = assigning ? Lanes() : load(out + i)
-            store(base + g * load(x + i), out + i)
+        while i &+ 8 <= frames {
+            store((starts + steps * position) * load(x + i), out + i)
             position += eight
             i &+= 8
         }
-        while i < rampEnd {
-            let p = Float(Int32(truncatingIfNeeded: i &+ 1))
-            let g = i &+ 1 >= Int(state.remaining) ? state.target : state.current + state.step * p
-            out[i] = (assigning ? 0 : out[i]) + g * x[i]
+        while i < frames {
+            out[i] = (start + step * Float(Int32(truncatingIfNeeded: i &+ 1))) * x[i]
             i &+= 1
         }
-        if rampEnd < frames {
-            let rest = frames &- rampEnd
-            if assigning {
-                assign(out + rampEnd, x + rampEnd, gain: state.target, frames: rest)
-            } else {
-                accumulate(out + rampEnd, x + rampEnd, gain: state.target, frames: rest)
-            }
+    }
+
+    /// `out[i] += (start + step * (i + 1)) * x[i]` for `i` in `0..<frames`.
+    @_noLocks
+    static func rampAccumulate(_ out: UnsafeMutablePointer<Float>, _ x: UnsafePointer<Float>,
+                               start: Float, step: Float, frames: Int) {
+        var position = Lanes(1, 2, 3, 4, 5, 6, 7, 8)
+        let starts = Lanes(repeating: start), steps = Lanes(repeating: step), eight = Lanes(repeating: 8)
+        var i = 0
+        while i &+ 8 <= frames {
+            store(load(out + i) + (starts + steps * position) * load(x + i), out + i)
+            position += eight
+            i &+= 8
+        }
+        while i < frames {
+            out[i] += (start + step * Float(Int32(truncatingIfNeeded: i &+ 1))) * x[i]
+            i &+= 1
         }
     }
 }

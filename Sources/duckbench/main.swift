@@ -15,8 +15,21 @@ struct DuckBench: ParsableCommand {
     @Option(help: "Cycles per run.") var cycles = 20_000
     @Option(help: "Runs; the median is reported.") var runs = 7
     @Flag(help: "Print Markdown table rows.") var markdown = false
+    @Option(help: ArgumentHelp("Run one kernel (c, vectorised or reference) for --cycles cycles and print nothing; for instruction counts under valgrind.",
+                               valueName: "kernel"))
+    var only: Kernel?
+    @Option(help: "The scene for --only: steady or ramping.") var scene = Scene.steady
+
+    enum Scene: String, ExpressibleByArgument { case steady, ramping }
 
     func run() throws {
+        if let only {
+            let mix = MixScene(apps: apps, routes: routes, frames: frames, ramping: scene == .ramping)
+            for _ in 0..<cycles { mix.cycle(only) }
+            if mix.outputs[0][0].isNaN { print("NaN") }
+            mix.release()
+            return
+        }
         let scenes: [(String, Bool)] = [("steady gains", false), ("every cell ramping", true)]
         if !markdown {
             print("\(apps) stereo apps -> \(routes) stereo routes, \(frames) frames, median of \(runs) runs x \(cycles) cycles")
@@ -35,7 +48,7 @@ struct DuckBench: ParsableCommand {
         }
     }
 
-    enum Kernel { case c, vectorised, reference }
+    enum Kernel: String, ExpressibleByArgument { case c, vectorised, reference }
 
     func f(_ microseconds: Double) -> String { String(format: "%.2f", microseconds) }
 

@@ -6,7 +6,8 @@ import Testing
 @Suite("Mix kernel family")
 struct MixKernelTests {
     /// A deterministic scene: `inputCount` inputs of noise, each a contribution with its own gain,
-    /// some steady, some ramping (ramps ending inside, at the end of, and after the block), some silent.
+    /// some steady, some ramping (ramps of one sample, ending inside, in the last lanes of, at the end of
+    /// and after the block), some silent.
     struct Scene {
         var inputs: [[Float]]
         var contributions: [MixContribution]
@@ -21,11 +22,13 @@ struct MixKernelTests {
                 let slot = Int32(i * 3 + 1) // not the identity, to catch slot/input mix-ups
                 while gains.count <= Int(slot) { gains.append(GainState()) }
                 var state = GainState.steady(rng.nextFloat() * 2)
-                switch i % 5 {
+                switch i % 7 {
                 case 1: state.retarget(rng.nextFloat(), frames: Int32(max(1, frames / 2 + 1)))
                 case 2: state.retarget(rng.nextFloat() * 3, frames: Int32(frames))
                 case 3: state.retarget(0, frames: Int32(frames * 2 + 3))
                 case 4: state = .silent
+                case 5: state.retarget(rng.nextFloat(), frames: 1) // jumps at the first sample
+                case 6: state.retarget(rng.nextFloat(), frames: Int32(max(1, frames - 9))) // ends in the scalar tail
                 default: break
                 }
                 gains[Int(slot)] = state
