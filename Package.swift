@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "SessionStore", dependencies: ["Policy"]),
         // The control thread: turns the session and runtime changes into mix plans.
         .target(name: "RouterCore", dependencies: [
-            "Engine", "JackHost", "SessionStore",
+            "Engine", "JackHost", "Policy", "SessionStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -56,6 +56,7 @@ let package = Package(
                 path: "Tests/JackTestSupport"),
 
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference"]),
+        .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter",

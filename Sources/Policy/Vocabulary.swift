@@ -31,3 +31,40 @@ public enum ResumePolicy: String, CaseIterable, Sendable, Codable {
     /// The router re-activates it (a plain JACK source that speaks no OSC).
     case auto
 }
+
+extension Category {
+    /// Whether options may be set: only categories that can choose to mix (DESIGN.md §5.1).
+    public var acceptsOptions: Bool {
+        switch self {
+        case .playback, .playAndRecord, .multiRoute: true
+        case .ambient, .soloAmbient, .record: false
+        }
+    }
+
+    /// The modes this category may be combined with.
+    public var allowedModes: Set<Mode> {
+        switch self {
+        case .ambient, .soloAmbient, .multiRoute: [.default]
+        case .playback: [.default, .spokenAudio, .voicePrompt, .moviePlayback, .measurement]
+        case .record: [.default, .measurement]
+        case .playAndRecord: [.default, .spokenAudio, .voicePrompt, .voiceChat, .videoChat, .measurement]
+        }
+    }
+
+    /// Whether the silent switch silences this category (DESIGN.md §5.6).
+    public var obeysSilentSwitch: Bool { self == .ambient || self == .soloAmbient }
+}
+
+extension RemoteCommand {
+    /// What the command's optional value means, and which values are valid.
+    enum ValueRule { case none, required(ClosedRange<Double>, String), optional(ClosedRange<Double>, String) }
+
+    var valueRule: ValueRule {
+        switch self {
+        case .play, .pause, .togglePlayPause, .stop, .nextTrack, .previousTrack: .none
+        case .seek: .required(0...Double.greatestFiniteMagnitude, "a position in seconds, 0 or more")
+        case .changePlaybackRate: .required(0.0625...16, "a playback rate from 0.0625 to 16")
+        case .skipForward, .skipBackward: .optional(0.001...86_400, "an interval in seconds, above 0")
+        }
+    }
+}

@@ -17,8 +17,9 @@ struct PlanCompiler {
     struct Output: Equatable {
         var port: PortHandle
         var key: Int32
-        /// (input key, linear gain) pairs; gains of 0 mean "not connected".
-        var feeds: [(input: Int32, gain: Float)]
+        /// (input key, linear gain, ramp length) triples. A gain of 0 fades the cell out over its
+        /// ramp and then frees it; the ramp applies when the gain differs from the cell's target.
+        var feeds: [(input: Int32, gain: Float, rampFrames: Int32)]
 
         static func == (a: Output, b: Output) -> Bool {
             a.port == b.port && a.key == b.key && a.feeds.elementsEqual(b.feeds) { $0 == $1 }
@@ -65,18 +66,26 @@ struct PlanCompiler {
         var cellCount: Int
     }
 
+    /// Whether any cell (audible or fading) still reads the input with this key.
+    func hasCells(input key: Int32) -> Bool {
+        cells.keys.contains { $0.input == key }
+    }
+
     /// Builds the next plan.
     /// - Parameters:
     ///   - now: frames the audio thread has processed so far.
-    ///   - rampFrames: the ramp length of every gain change in this plan.
+    ///   - rampFrames: the ramp of cells whose feed is gone altogether (a removed app or route).
     ///   - settleFrames: extra frames to wait before freeing a faded cell (covers the plan's
     ///     adoption delay: at least two periods).
     mutating func compile(inputs: [Input], outputs: [Output], rampFrames: Int32,
                           now: UInt64, settleFrames: UInt64) throws(CompileError) -> Result {
         var wanted: [CellKey: Float] = [:]
+        var ramps: [CellKey: Int32] = [:]
         for output in outputs {
-            for feed in output.feeds where feed.gain > 0 {
-                wanted[CellKey(input: feed.input, output: output.key), default: 0] += feed.gain
+            for feed in output.feeds {
+                let key = CellKey(input: feed.input, output: output.key)
+                ramps[key] = max(ramps[key] ?? 1, feed.rampFrames, 1)
+                if feed.gain > 0 { wanted[key, default: 0] += feed.gain }
             }
         }
 
@@ -112,7 +121,7 @@ struct PlanCompiler {
                 }
                 nextDrop = min(nextDrop ?? dropAfter, dropAfter)
             } else {
-                cell.dropAfter = now + UInt64(max(rampFrames, 1)) + settleFrames
+                cell.dropAfter = now + UInt64(ramps[key] ?? max(rampFrames, 1)) + settleFrames
                 cells[key] = cell
                 nextDrop = min(nextDrop ?? cell.dropAfter!, cell.dropAfter!)
             }
@@ -139,7 +148,7 @@ struct PlanCompiler {
             }
             planOutputs[outputIndex[key.output]!].contributions.append(
                 MixContribution(input: inputIndex[key.input]!, gainSlot: cell.gainSlot,
-                                target: wanted[key] ?? 0, rampFrames: max(rampFrames, 1)))
+                                target: wanted[key] ?? 0, rampFrames: ramps[key] ?? max(rampFrames, 1)))
         }
         return Result(plan: MixPlanDescription(inputs: planInputs, outputs: planOutputs, resetSlots: resets),
                       nextDrop: nextDrop, cellCount: cells.count)

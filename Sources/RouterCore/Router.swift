@@ -3,6 +3,7 @@ import Engine
 import Foundation
 import JackHost
 import Logging
+import Policy
 import SessionStore
 
 /// The control thread: opens the JACK client, registers a port group per app and per route,
@@ -24,6 +25,11 @@ public final class Router: @unchecked Sendable {
         public var engine = Engine.Configuration()
         /// How often the control thread collects retired plans and meters.
         public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
+        /// Receives every notification of the policy, in order, on the control queue (the OSC
+        /// layer forwards them to apps and subscribers). It must not block.
+        public var onNotification: @Sendable (PolicyNotification) -> Void = { _ in }
+        /// Channels of an app registered at run time when the caller does not say.
+        public var defaultChannelCount = 2
 
         public init(session: Session, server: String? = nil) {
             self.session = session
@@ -36,7 +42,10 @@ public final class Router: @unchecked Sendable {
         var ports: [JackPort]
         var meterSlots: [Int32]
         var connect: [PortPattern]
+        /// Linear gain the policy wants (volume, ducking and audibility together).
         var gain: Float
+        /// The ramp of the latest gain change, until a plan carrying it is published.
+        var pendingRamp: Int32?
     }
 
     private struct RouteState {
@@ -44,7 +53,18 @@ public final class Router: @unchecked Sendable {
         var ports: [JackPort]
         var meterSlots: [Int32]
         var destinations: [String]
+        /// The route's system volume, linear.
         var gain: Float
+        var pendingRamp: Int32?
+    }
+
+    /// An unregistered app whose ports stay until its fade has finished and no plan the audio
+    /// thread may still use reads them.
+    private struct RetiringApp {
+        var ports: [JackPort]
+        var meterSlots: [Int32]
+        /// The first published plan without any of its cells.
+        var clearedInPlan: UInt64?
     }
 
     private let queue = DispatchQueue(label: "duckrouter.control", qos: .userInitiated)
@@ -53,7 +73,15 @@ public final class Router: @unchecked Sendable {
     private let engine: Engine
     private let rampMilliseconds: Double
     private let onServerLost: @Sendable (String) -> Void
+    private let onNotification: @Sendable (PolicyNotification) -> Void
+    private let defaultChannelCount: Int
+    private let maxInputChannels: Int
+    private var policy: PolicyEngine
     private var apps: [AppState] = []
+    private var retiring: [RetiringApp] = []
+    private var freeInputSlots: [Int32] = []
+    private var nextInputSlot: Int32 = 0
+    private var saveRequests = 0
     private var routes: [RouteState] = []
     private var compiler: PlanCompiler
     private var sampleRate: Int
@@ -74,9 +102,13 @@ public final class Router: @unchecked Sendable {
                 onServerLost: @escaping @Sendable (String) -> Void = { _ in }) throws(RouterError) {
         self.logger = logger
         self.onServerLost = onServerLost
+        onNotification = configuration.onNotification
+        defaultChannelCount = configuration.defaultChannelCount
+        maxInputChannels = configuration.engine.maxInputChannels
         let session = configuration.session
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
         compiler = PlanCompiler(slotCapacity: configuration.engine.gainSlotCapacity)
+        policy = try Router.makePolicy(session, fadeMilliseconds: rampMilliseconds)
 
         // Events reach the control queue through this box, which is filled once `self` exists.
         let forward = EventForwarder()
@@ -114,6 +146,13 @@ public final class Router: @unchecked Sendable {
             connectRoutes()
             for index in apps.indices { connectSources(ofApp: index) }
             startHousekeeping(every: configuration.housekeepingInterval)
+            for app in session.apps where app.startsActive {
+                do throws(RouterError) {
+                    _ = try performOnQueue(.activate(app: app.name))
+                } catch {
+                    logger.error("could not activate '\(app.name)' at start: \(error)")
+                }
+            }
         }
         logger.info("running", metadata: ["client": "\(client.name)", "server": "\(client.serverName)",
                                           "rate": "\(sampleRate)", "period": "\(bufferSize)",
@@ -138,36 +177,67 @@ public final class Router: @unchecked Sendable {
 
     // MARK: - Setup
 
+    /// The policy as the session file sets it up: routes with their volumes, ducking, and every
+    /// app registered (inactive) with its volume.
+    private static func makePolicy(_ session: Session, fadeMilliseconds: Double) throws(RouterError) -> PolicyEngine {
+        let routes = session.routes.map { route in
+            (name: route.name, volume: Decibels.linear(sliderPosition: Float(session.volumes.routes[route.name] ?? 1)))
+        }
+        var policy = PolicyEngine(routes: routes, ducking: session.ducking, fadeMilliseconds: fadeMilliseconds)
+        do throws(PolicyError) {
+            for app in session.apps {
+                try policy.apply(.register(app.configuration))
+                if let volume = session.volumes.apps[app.name] { try policy.apply(.setAppVolume(app: app.name, .position(volume))) }
+            }
+        } catch {
+            throw .policy(error)
+        }
+        return policy
+    }
+
     private func registerPorts(_ session: Session) throws {
-        var nextInputSlot: Int32 = 0
         var nextOutputSlot: Int32 = 0
         for app in session.apps {
-            let (ports, slots) = try registerGroup("\(app.name)_in_", count: app.channelCount,
-                                                   direction: .input, slots: &nextInputSlot)
-            let volume = session.volumes.apps[app.name] ?? 1
-            apps.append(AppState(name: app.name, ports: ports, meterSlots: slots, connect: app.connect,
-                                 gain: Decibels.linear(sliderPosition: Float(volume))))
+            try addApp(app.name, channelCount: app.channelCount, connect: app.connect)
         }
         for route in session.routes {
-            let (ports, slots) = try registerGroup("\(route.name)_out_", count: route.channelCount,
-                                                   direction: .output, slots: &nextOutputSlot)
-            let volume = session.volumes.routes[route.name] ?? 1
+            var ports: [JackPort] = []
+            var slots: [Int32] = []
+            for n in 1...route.channelCount {
+                ports.append(try client.registerAudioPort("\(route.name)_out_\(n)", direction: .output))
+                slots.append(nextOutputSlot)
+                nextOutputSlot += 1
+            }
             routes.append(RouteState(name: route.name, ports: ports, meterSlots: slots, destinations: route.ports,
-                                     gain: Decibels.linear(sliderPosition: Float(volume))))
+                                     gain: policy.state.systemVolume(route.name) ?? 1))
         }
     }
 
-    /// Registers ports `<prefix>1…<prefix>count`, each with the next stable meter slot.
-    private func registerGroup(_ prefix: String, count: Int, direction: JackClient.Direction,
-                               slots nextSlot: inout Int32) throws -> ([JackPort], [Int32]) {
+    /// Registers an app's input ports `<app>_in_1…`, each with a stable meter slot. It starts
+    /// silent: the policy opens it when it is activated.
+    private func addApp(_ name: String, channelCount: Int, connect: [PortPattern]) throws {
+        let used = apps.reduce(0) { $0 + $1.ports.count } + retiring.reduce(0) { $0 + $1.ports.count }
+        guard used + channelCount <= maxInputChannels else {
+            throw RouterError.capacity("'\(name)' needs \(channelCount) more input channels; the engine has \(maxInputChannels - used) left")
+        }
         var ports: [JackPort] = []
         var slots: [Int32] = []
-        for n in 1...count {
-            ports.append(try client.registerAudioPort("\(prefix)\(n)", direction: direction))
-            slots.append(nextSlot)
-            nextSlot += 1
+        do {
+            for n in 1...channelCount {
+                ports.append(try client.registerAudioPort("\(name)_in_\(n)", direction: .input))
+                if let slot = freeInputSlots.popLast() {
+                    slots.append(slot)
+                } else {
+                    slots.append(nextInputSlot)
+                    nextInputSlot += 1
+                }
+            }
+        } catch {
+            for port in ports { client.unregister(port) }
+            freeInputSlots.append(contentsOf: slots)
+            throw error
         }
-        return (ports, slots)
+        apps.append(AppState(name: name, ports: ports, meterSlots: slots, connect: connect, gain: 0))
     }
 
     /// Connects each route channel to its destination port, where that port exists.
@@ -251,6 +321,24 @@ public final class Router: @unchecked Sendable {
         if let reading = engine.collectMeters() { latestMeters = reading }
         let due = nextDrop.map { engine.statistics.processedFrames >= $0 } ?? false
         if needsPublish || due { republish() }
+        removeRetiredPorts()
+    }
+
+    /// Unregisters the ports of removed apps once no plan the audio thread may use reads them.
+    private func removeRetiredPorts() {
+        guard !retiring.isEmpty, !needsPublish else { return }
+        for index in retiring.indices where retiring[index].clearedInPlan == nil {
+            if !retiring[index].meterSlots.contains(where: compiler.hasCells(input:)) {
+                retiring[index].clearedInPlan = publishedGeneration
+            }
+        }
+        let adopted = engine.adoptedPlanGeneration
+        retiring.removeAll { app in
+            guard let cleared = app.clearedInPlan, adopted >= cleared else { return false }
+            for port in app.ports { client.unregister(port) }
+            freeInputSlots.append(contentsOf: app.meterSlots)
+            return true
+        }
     }
 
     /// Publishes a new plan, logging (not throwing) failures: used where no caller waits.
@@ -264,8 +352,10 @@ public final class Router: @unchecked Sendable {
 
     // MARK: - Plans
 
-    private var rampFrames: Int32 {
-        Int32(max(1, (rampMilliseconds * Double(sampleRate) / 1000).rounded()))
+    private var rampFrames: Int32 { frames(milliseconds: rampMilliseconds) }
+
+    private func frames(milliseconds: Double) -> Int32 {
+        Int32(max(1, min((milliseconds * Double(sampleRate) / 1000).rounded(), Double(Int32.max / 2))))
     }
 
     /// Compiles the current state into a plan and queues it. When the queue is full the state is
@@ -276,13 +366,16 @@ public final class Router: @unchecked Sendable {
         }
         var outputs: [PlanCompiler.Output] = []
         // Until route selection arrives (issue: routes), every app plays to the first route.
+        // A cell moves at the ramp of whatever changed: the app's (ducking has its own attack and
+        // release), else the route's, else the default.
         for (r, route) in routes.enumerated() {
             for (k, port) in route.ports.enumerated() {
-                var feeds: [(input: Int32, gain: Float)] = []
+                var feeds: [(input: Int32, gain: Float, rampFrames: Int32)] = []
                 if r == 0 {
                     for app in apps {
                         let map = ChannelMap.feeds(appChannels: app.ports.count, routeChannels: route.ports.count)
-                        for c in map[k] { feeds.append((app.meterSlots[c], app.gain * route.gain)) }
+                        let ramp = app.pendingRamp ?? route.pendingRamp ?? rampFrames
+                        for c in map[k] { feeds.append((app.meterSlots[c], app.gain * route.gain, ramp)) }
                     }
                 }
                 outputs.append(.init(port: port.handle, key: route.meterSlots[k], feeds: feeds))
@@ -302,6 +395,8 @@ public final class Router: @unchecked Sendable {
             if let generation = try engine.publish(result.plan) {
                 publishedGeneration = generation
                 needsPublish = false
+                for index in apps.indices { apps[index].pendingRamp = nil }
+                for index in routes.indices { routes[index].pendingRamp = nil }
             } else {
                 needsPublish = true
             }
@@ -315,36 +410,91 @@ public final class Router: @unchecked Sendable {
 
     // MARK: - Control API
 
+    /// Applies a policy event (DESIGN.md §5): the Swift API the OSC layer calls. Returns the
+    /// effects in order (notifications among them, also sent to `onNotification`). A refused
+    /// event throws `RouterError.policy` and changes nothing.
+    @discardableResult
+    public func perform(_ event: PolicyEvent) throws(RouterError) -> [PolicyEffect] {
+        try onQueue { () throws(RouterError) in try performOnQueue(event) }
+    }
+
+    /// Registers an app at run time (or reconfigures it) with its own input ports.
+    @discardableResult
+    public func register(_ configuration: AppConfiguration, channelCount: Int? = nil,
+                         connect: [PortPattern] = []) throws(RouterError) -> [PolicyEffect] {
+        let channels = channelCount ?? defaultChannelCount
+        guard (1...Session.maximumChannels).contains(channels) else {
+            throw .policy(PolicyError(.badArgument, "channel count: expected 1 to \(Session.maximumChannels), got \(channels)"))
+        }
+        return try onQueue { () throws(RouterError) in
+            try performOnQueue(.register(configuration), newAppChannels: channels, connect: connect)
+        }
+    }
+
     /// Sets an app's relative volume from a slider position 0...1 (cubic taper).
     public func setAppVolume(_ app: String, position: Double) throws(RouterError) {
-        try checkPosition(position, setting: "app volume")
-        try setAppGain(app, linear: Decibels.linear(sliderPosition: Float(position)))
+        try perform(.setAppVolume(app: app, .position(position)))
     }
 
     /// Sets an app's relative volume in dB (-144 or less is silence, at most +24).
     public func setAppGain(_ app: String, decibels: Double) throws(RouterError) {
-        try checkDecibels(decibels, setting: "app gain")
-        try setAppGain(app, linear: Decibels.linear(Float(decibels)))
+        try perform(.setAppVolume(app: app, .decibels(decibels)))
     }
 
     /// Sets a route's system volume from a slider position 0...1 (cubic taper).
     public func setRouteVolume(_ route: String, position: Double) throws(RouterError) {
-        try checkPosition(position, setting: "route volume")
-        let gain = Decibels.linear(sliderPosition: Float(position))
-        try onQueue { () throws(RouterError) in
-            guard let index = routes.firstIndex(where: { $0.name == route }) else { throw .unknownRoute(route) }
-            let previous = routes[index].gain
-            routes[index].gain = gain
-            do throws(RouterError) { try publishPlan() } catch { routes[index].gain = previous; throw error }
-        }
+        try perform(.setSystemVolume(route: route, .position(position)))
     }
 
-    private func setAppGain(_ app: String, linear gain: Float) throws(RouterError) {
-        try onQueue { () throws(RouterError) in
-            guard let index = apps.firstIndex(where: { $0.name == app }) else { throw .unknownApp(app) }
-            let previous = apps[index].gain
+    /// The policy's state: apps' sessions, silent switch, volumes, interruptions, ducking.
+    public var policyState: PolicyState { queue.sync { policy.state } }
+
+    private func performOnQueue(_ event: PolicyEvent, newAppChannels: Int? = nil,
+                                connect: [PortPattern] = []) throws(RouterError) -> [PolicyEffect] {
+        guard !stopped else { throw .stopped }
+        var next = policy
+        let effects: [PolicyEffect]
+        do throws(PolicyError) { effects = try next.apply(event) } catch { throw .policy(error) }
+        // Ports first: if JACK refuses them, the policy keeps its old state.
+        for case let .appAdded(configuration) in effects {
+            do {
+                try addApp(configuration.name, channelCount: newAppChannels ?? defaultChannelCount, connect: connect)
+            } catch let error as JackError {
+                throw .jack(error)
+            } catch let error as RouterError {
+                throw error
+            } catch {
+                throw .capacity("\(error)")
+            }
+            connectSources(ofApp: apps.count - 1)
+        }
+        policy = next
+        for effect in effects { carryOut(effect) }
+        republish()
+        return effects
+    }
+
+    private func carryOut(_ effect: PolicyEffect) {
+        switch effect {
+        case .appAdded, .appChanged:
+            break
+        case let .appRemoved(name):
+            guard let index = apps.firstIndex(where: { $0.name == name }) else { return }
+            let app = apps.remove(at: index)
+            retiring.append(RetiringApp(ports: app.ports, meterSlots: app.meterSlots))
+        case let .appGain(name, gain, milliseconds):
+            guard let index = apps.firstIndex(where: { $0.name == name }) else { return }
             apps[index].gain = gain
-            do throws(RouterError) { try publishPlan() } catch { apps[index].gain = previous; throw error }
+            apps[index].pendingRamp = frames(milliseconds: milliseconds)
+        case let .systemVolume(route, gain, milliseconds):
+            guard let index = routes.firstIndex(where: { $0.name == route }) else { return }
+            routes[index].gain = gain
+            routes[index].pendingRamp = frames(milliseconds: milliseconds)
+        case let .notify(notification):
+            onNotification(notification)
+        case .save:
+            // Persistence comes with the session-files issue; count the requests meanwhile.
+            saveRequests += 1
         }
     }
 
@@ -377,14 +527,16 @@ public final class Router: @unchecked Sendable {
             func peaks(_ slots: [Int32], _ table: [Float]?) -> [Double] {
                 slots.map { slot in Double(Decibels.level(table?[Int(slot)] ?? 0)) }
             }
+            let mix = policy.mix
             return RouterStatus(
                 client: client.name, server: client.serverName, sampleRate: sampleRate, bufferSize: bufferSize,
                 rampMilliseconds: rampMilliseconds,
-                apps: apps.map {
-                    .init(name: $0.name, ports: $0.ports.map(\.name),
-                          volume: Double(Decibels.sliderPosition(linear: $0.gain)),
-                          gainDecibels: Double(Decibels.level($0.gain)),
-                          peakDecibels: peaks($0.meterSlots, latestMeters?.inputPeaks))
+                apps: apps.map { app in
+                    .init(name: app.name, ports: app.ports.map(\.name),
+                          state: mix[app.name]?.state.rawValue ?? "inactive",
+                          volume: Double(Decibels.sliderPosition(linear: policy.state.app(app.name)?.volume ?? 1)),
+                          gainDecibels: Double(Decibels.level(app.gain)),
+                          peakDecibels: peaks(app.meterSlots, latestMeters?.inputPeaks))
                 },
                 routes: routes.map {
                     .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
@@ -392,6 +544,8 @@ public final class Router: @unchecked Sendable {
                           gainDecibels: Double(Decibels.level($0.gain)),
                           peakDecibels: peaks($0.meterSlots, latestMeters?.outputPeaks))
                 },
+                silentSwitch: policy.state.silentSwitch, outsideInterruptions: policy.state.outsideInterruptions,
+                nowPlaying: policy.state.nowPlaying, saveRequests: saveRequests,
                 publishedPlan: publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,
                 cells: cellCount, cycles: statistics.cycles, xruns: xruns,
                 nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)

@@ -1,4 +1,5 @@
 import JackHost
+import Policy
 
 /// Why a router request was refused. A refused request changes nothing.
 public enum RouterError: Error, Equatable, CustomStringConvertible {
@@ -9,6 +10,10 @@ public enum RouterError: Error, Equatable, CustomStringConvertible {
     case badValue(setting: String, value: Double, expected: String)
     /// The plan could not be built (engine capacity); the previous mix keeps playing.
     case capacity(String)
+    /// The audio-session policy refused the event; its code is the OSC error code.
+    case policy(PolicyError)
+    /// The router has stopped (the JACK server went away, or it was shut down).
+    case stopped
 
     public var description: String {
         switch self {
@@ -17,6 +22,8 @@ public enum RouterError: Error, Equatable, CustomStringConvertible {
         case let .unknownRoute(name): "no route named '\(name)'"
         case let .badValue(setting, value, expected): "\(setting): expected \(expected), got \(value)"
         case let .capacity(message): message
+        case let .policy(error): error.message
+        case .stopped: "the router has stopped"
         }
     }
 }

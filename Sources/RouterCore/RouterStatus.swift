@@ -4,9 +4,11 @@ public struct RouterStatus: Sendable, Equatable {
     public struct App: Sendable, Equatable {
         public var name: String
         public var ports: [String]
+        /// `inactive`, `active`, `ducked`, `interrupted` or `silenced`.
+        public var state: String
         /// Relative volume as a slider position 0...1 (cubic taper).
         public var volume: Double
-        /// The same, in dB.
+        /// The gain the app is heard at (volume, ducking, audibility), in dB; -inf when silent.
         public var gainDecibels: Double
         /// Input peak per channel over the last meter interval, dBFS.
         public var peakDecibels: [Double]
@@ -28,6 +30,13 @@ public struct RouterStatus: Sendable, Equatable {
     public var rampMilliseconds: Double
     public var apps: [App]
     public var routes: [Route]
+    public var silentSwitch: Bool
+    /// Outside interruptions in progress, oldest first.
+    public var outsideInterruptions: [String]
+    /// The app remote commands go to, if any.
+    public var nowPlaying: String?
+    /// Session saves the policy asked for since start (persistence arrives with session files).
+    public var saveRequests: Int
     /// The newest plan handed to the audio thread, and the one it is using.
     public var publishedPlan: UInt64
     public var adoptedPlan: UInt64

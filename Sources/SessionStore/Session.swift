@@ -10,7 +10,8 @@ public struct Session: Equatable, Sendable {
     public var osc = OSCSettings()
     public var routes: [Route] = []
     public var input = Input()
-    public var ducking = Ducking()
+    /// Session-wide ducking and per-pair rules (the policy's own type).
+    public var ducking = DuckingSettings()
     public var apps: [App] = []
     public var volumes = Volumes()
 
@@ -49,20 +50,6 @@ public struct Session: Equatable, Sendable {
         public init() {}
     }
 
-    public struct Ducking: Equatable, Sendable {
-        public var level: Double = -14
-        public var attack: Double = 100
-        public var release: Double = 500
-        public var rules: [DuckingRule] = []
-        public init() {}
-    }
-
-    public struct DuckingRule: Equatable, Sendable {
-        public var ducker: String
-        public var ducked: String
-        public var level: Double
-    }
-
     /// A source of audio: the router's `<name>_in_<n>` ports.
     public struct App: Equatable, Sendable {
         public var name: String
@@ -74,6 +61,8 @@ public struct Session: Equatable, Sendable {
         public var connect: [PortPattern] = []
         public var remote: [RemoteCommand] = []
         public var resume: ResumePolicy = .app
+        /// Activated by the router at start (for plain JACK sources nobody else activates).
+        public var startsActive: Bool = false
 
         public init(name: String, category: Category = .soloAmbient, channelCount: Int = 2,
                     connect: [PortPattern] = []) {
@@ -81,6 +70,12 @@ public struct Session: Equatable, Sendable {
             self.category = category
             self.channelCount = channelCount
             self.connect = connect
+        }
+
+        /// The app as the policy knows it.
+        public var configuration: AppConfiguration {
+            AppConfiguration(name: name, category: category, options: Set(options), mode: mode,
+                             remoteCommands: Set(remote), resume: resume)
         }
     }
 

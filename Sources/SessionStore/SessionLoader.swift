@@ -129,8 +129,8 @@ private struct Validator {
         return routes
     }
 
-    mutating func ducking(_ value: JSONValue) -> Session.Ducking {
-        var ducking = Session.Ducking()
+    mutating func ducking(_ value: JSONValue) -> DuckingSettings {
+        var ducking = DuckingSettings()
         guard let fields = object(value, "ducking", allowed: ["level", "attack", "release", "rules"]) else { return ducking }
         if let v = fields["level"], let level = number(v, "ducking.level", in: -144...0, unit: "dB") { ducking.level = level }
         if let v = fields["attack"], let ms = number(v, "ducking.attack", in: 0...60000, unit: "milliseconds") { ducking.attack = ms }
@@ -138,12 +138,14 @@ private struct Validator {
         if let v = fields["rules"], let list = array(v, "ducking.rules") {
             for (i, item) in list.enumerated() {
                 let path = "ducking.rules[\(i)]"
-                guard let rule = object(item, path, allowed: ["ducker", "ducked", "level"]) else { continue }
+                guard let rule = object(item, path, allowed: ["ducker", "ducked", "level", "attack", "release"]) else { continue }
                 let ducker = required(rule, "ducker", path).flatMap { string($0, "\(path).ducker") }
                 let ducked = required(rule, "ducked", path).flatMap { string($0, "\(path).ducked") }
                 let level = required(rule, "level", path).flatMap { number($0, "\(path).level", in: -144...0, unit: "dB") }
+                let attack = rule["attack"].flatMap { number($0, "\(path).attack", in: 0...60000, unit: "milliseconds") }
+                let release = rule["release"].flatMap { number($0, "\(path).release", in: 0...60000, unit: "milliseconds") }
                 if let ducker, let ducked, let level {
-                    ducking.rules.append(.init(ducker: ducker, ducked: ducked, level: level))
+                    ducking.rules.append(DuckingRule(ducker: ducker, ducked: ducked, level: level, attack: attack, release: release))
                 }
             }
         }
@@ -157,7 +159,7 @@ private struct Validator {
         for (i, item) in list.enumerated() {
             let path = "apps[\(i)]"
             guard let fields = object(item, path, allowed: ["name", "category", "options", "mode", "channels",
-                                                             "connect", "remote", "resume"]) else { continue }
+                                                             "connect", "remote", "resume", "active"]) else { continue }
             guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
             if let first = seen[name] {
                 fail("\(path).name", "app '\(name)' is already declared at apps[\(first)]")
@@ -187,6 +189,15 @@ private struct Validator {
                 app.remote = items.enumerated().compactMap { word($1, "\(path).remote[\($0)]") }
             }
             if let v = fields["resume"], let r: ResumePolicy = word(v, "\(path).resume") { app.resume = r }
+            if let v = fields["active"], let b = bool(v, "\(path).active") { app.startsActive = b }
+            // The combination rules of DESIGN.md §5.1, checked where the person wrote them.
+            if !app.options.isEmpty && !app.category.acceptsOptions {
+                fail("\(path).options", "category \(app.category.rawValue) takes no options; options are for playback, playAndRecord and multiRoute")
+            }
+            if !app.category.allowedModes.contains(app.mode) {
+                let allowed = app.category.allowedModes.map(\.rawValue).sorted().joined(separator: ", ")
+                fail("\(path).mode", "expected one of \(allowed) with category \(app.category.rawValue), got '\(app.mode.rawValue)'")
+            }
             apps.append(app)
         }
         return apps

@@ -217,18 +217,6 @@ struct SPSCRingTests {
 /// Sends a pointer to the producer task of the SPSC test (the ring is built for two threads).
 struct UnsafeSendable<T>: @unchecked Sendable { let value: T; init(_ value: T) { self.value = value } }
 
-@Suite("Decibels")
-struct DecibelsTests {
-    @Test("conversions round-trip and the slider taper is cubic")
-    func conversions() {
-        #expect(abs(Decibels.linear(-20) - 0.1) < 1e-6)
-        #expect(Decibels.linear(-200) == 0)
-        #expect(Decibels.level(0) == -.infinity)
-        #expect(abs(Decibels.level(Decibels.linear(sliderPosition: 0.5)) - -18.06) < 0.01)
-        #expect(abs(Decibels.sliderPosition(linear: 0.125) - 0.5) < 1e-6)
-    }
-}
-
 @Suite("Signal guard")
 struct SignalGuardTests {
     @Test("peak is the largest magnitude; any NaN or infinity anywhere gives nil", arguments: [1, 7, 8, 9, 128, 1023])

@@ -1,6 +1,7 @@
 import Foundation
 import JackHost
 import JackTestSupport
+import Policy
 import RouterCore
 import SessionStore
 import Testing
@@ -26,12 +27,16 @@ final class Rig {
     static var session: Session {
         var session = Session()
         session.routes = [Session.Route(name: "speaker", ports: ["recorder:speaker_1", "recorder:speaker_2"])]
-        session.apps = [
-            Session.App(name: "music", category: .playback, connect: [try! PortPattern("source:music_[LR]")]),
-            Session.App(name: "game", category: .ambient, connect: [try! PortPattern("source:game_.*")]),
-            Session.App(name: "nav", category: .playback, channelCount: 1, connect: [try! PortPattern("source:nav")]),
-            Session.App(name: "idle", category: .playback),
-        ]
+        // music and game play from the start (ambient mixes with playback); nav is a navigation
+        // prompt (ducks others, pauses spoken audio) and idle a second player, both inactive.
+        var music = Session.App(name: "music", category: .playback, connect: [try! PortPattern("source:music_[LR]")])
+        music.startsActive = true
+        var game = Session.App(name: "game", category: .ambient, connect: [try! PortPattern("source:game_.*")])
+        game.startsActive = true
+        var nav = Session.App(name: "nav", category: .playback, channelCount: 1, connect: [try! PortPattern("source:nav")])
+        nav.options = [.duckOthers, .interruptSpokenAudioAndMixWithOthers]
+        nav.mode = .voicePrompt
+        session.apps = [music, game, nav, Session.App(name: "idle", category: .playback)]
         return session
     }
 

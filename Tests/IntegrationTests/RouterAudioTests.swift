@@ -2,6 +2,7 @@ import CAllocCounter
 import Foundation
 import JackHost
 import JackTestSupport
+import Policy
 import RouterCore
 import SessionStore
 import Testing
@@ -42,6 +43,7 @@ struct RouterAudioTests {
     @Test("a mono app feeds both channels of a stereo route")
     func monoFeedsBoth() throws {
         let rig = try Rig()
+        try rig.router!.perform(.activate(app: "nav"))
         rig.play(rig.sine(330, 0.3), on: 4)
         let (take, xruns) = rig.countingXruns { rig.record(seconds: 0.5) }
         expectSameAudio(take[.speaker1], take[.nav], take: take, xruns: xruns, "left")
@@ -90,8 +92,12 @@ struct RouterAudioTests {
         #expect(throws: RouterError.self) { try router.setAppVolume("music", position: .nan) }
         #expect(throws: RouterError.self) { try router.setAppVolume("music", position: 1.5) }
         #expect(throws: RouterError.self) { try router.setAppGain("music", decibels: .nan) }
-        #expect(throws: RouterError.unknownApp("drums")) { try router.setAppVolume("drums", position: 0.5) }
-        #expect(throws: RouterError.unknownRoute("hdmi")) { try router.setRouteVolume("hdmi", position: 0.5) }
+        #expect(throws: RouterError.policy(PolicyError(.unknownApp, "no app named 'drums'"))) {
+            try router.setAppVolume("drums", position: 0.5)
+        }
+        #expect(throws: RouterError.policy(PolicyError(.unknownRoute, "no route named 'hdmi'"))) {
+            try router.setRouteVolume("hdmi", position: 0.5)
+        }
         let after = router.status()
         #expect(after.apps.map(\.volume) == before.apps.map(\.volume))
         #expect(after.routes.map(\.volume) == before.routes.map(\.volume))
@@ -186,6 +192,8 @@ struct RouterAudioTests {
             loud.toggle()
             try router.setAppGain("music", decibels: loud ? 0 : -6)
             try router.setRouteVolume("speaker", position: loud ? 1 : 0.9)
+            // Policy decisions too: the prompt ducks music and releases it, cells come and go.
+            try router.perform(loud ? .activate(app: "nav") : .deactivate(app: "nav", notifyOthers: false))
             Thread.sleep(forTimeInterval: period)
         }
         CAllocCounter_stop()

@@ -68,6 +68,18 @@ struct SessionLoaderTests {
         #expect(session.input.ports == ["system:capture_1"])
     }
 
+    @Test("per-pair ducking rules and apps that start active")
+    func duckingRulesAndStartActive() throws {
+        let session = try SessionLoader.parse(Data(#"""
+            {"ducking": {"level": -12, "rules": [{"ducker": "mic", "ducked": "music", "level": -20, "release": 800}]},
+             "apps": [{"name": "music", "category": "playback", "active": true}, {"name": "mic", "category": "playAndRecord"}]}
+            """#.utf8), file: "t.json")
+        #expect(session.ducking.level == -12)
+        #expect(session.ducking.rules == [DuckingRule(ducker: "mic", ducked: "music", level: -20, release: 800)])
+        #expect(session.ducking.rule(ducker: "mic", ducked: "music").attack == 100)
+        #expect(session.apps[0].startsActive && !session.apps[1].startsActive)
+    }
+
     /// Each broken file and the exact lines it produces.
     @Test("broken files name the file, the field and what was expected", arguments: [
         ("{\"apps\": [", "Sessions/test.json: not valid JSON: "),
@@ -93,8 +105,15 @@ struct SessionLoaderTests {
         (#"{"ramp": 0}"#, "Sessions/test.json: ramp: expected a number from 1 to 5000 milliseconds, got 0"),
         (#"{"client": "a:b"}"#, "Sessions/test.json: client: expected a JACK client name (1 to 63 bytes, no ':'), got 'a:b'"),
         (#"{"apps": [{"name": "m", "chanels": 2}]}"#,
-         "Sessions/test.json: apps[0].chanels: unknown field (expected one of category, channels, connect, mode, name, options, remote, resume)"),
+         "Sessions/test.json: apps[0].chanels: unknown field (expected one of active, category, channels, connect, mode, name, options, remote, resume)"),
         (#"[]"#, "Sessions/test.json: expected an object, got a list"),
+        (#"{"apps": [{"name": "g", "category": "ambient", "options": ["duckOthers"]}]}"#,
+         "Sessions/test.json: apps[0].options: category ambient takes no options; options are for playback, playAndRecord and multiRoute"),
+        (#"{"apps": [{"name": "p", "category": "playback", "mode": "voiceChat"}]}"#,
+         "Sessions/test.json: apps[0].mode: expected one of default, measurement, moviePlayback, spokenAudio, voicePrompt with category playback, got 'voiceChat'"),
+        (#"{"apps": [{"name": "m", "active": "yes"}]}"#, "Sessions/test.json: apps[0].active: expected true or false, got 'yes'"),
+        (#"{"ducking": {"rules": [{"ducker": "nav", "ducked": "music", "level": -20, "attack": -5}]}}"#,
+         "Sessions/test.json: ducking.rules[0].attack: expected a number from 0 to 60000 milliseconds, got -5"),
     ])
     func brokenFiles(json: String, expected: String) {
         let lines = problems(json)

@@ -1,0 +1,60 @@
+/// What an app declares about its sound: the equivalent of a phone app's audio-session category,
+/// options and mode, plus what the router needs to drive it.
+public struct AppConfiguration: Equatable, Sendable {
+    public var name: String
+    public var category: Category
+    public var options: Set<CategoryOption>
+    public var mode: Mode
+    /// Remote commands the app handles; only those are forwarded to it.
+    public var remoteCommands: Set<RemoteCommand>
+    /// Who activates the app again after a resumable interruption.
+    public var resume: ResumePolicy
+
+    public init(name: String, category: Category = .soloAmbient, options: Set<CategoryOption> = [],
+                mode: Mode = .default, remoteCommands: Set<RemoteCommand> = [], resume: ResumePolicy = .app) {
+        self.name = name
+        self.category = category
+        self.options = options
+        self.mode = mode
+        self.remoteCommands = remoteCommands
+        self.resume = resume
+    }
+
+    /// Whether the app plays along with others instead of interrupting them (DESIGN.md §5.1).
+    public var isMixable: Bool {
+        switch category {
+        case .ambient: true
+        case .playback, .playAndRecord, .multiRoute: !options.isEmpty
+        case .soloAmbient, .record: false
+        }
+    }
+
+    public var ducksOthers: Bool { options.contains(.duckOthers) }
+    public var interruptsSpokenAudio: Bool { options.contains(.interruptSpokenAudioAndMixWithOthers) }
+    public var isSpokenAudio: Bool { mode == .spokenAudio }
+
+    /// Whether the app can own remote control ("now playing", DESIGN.md §5.12).
+    public var canOwnRemoteControl: Bool { category == .playback && !isMixable && !remoteCommands.isEmpty }
+
+    /// Checks the name and the combination of category, options and mode.
+    public func validate() throws(PolicyError) {
+        if let problem = AppConfiguration.nameProblem(name) { throw PolicyError(.badArgument, problem) }
+        if !options.isEmpty && !category.acceptsOptions {
+            let list = options.map(\.rawValue).sorted().joined(separator: ", ")
+            throw PolicyError(.badArgument, "category \(category.rawValue) takes no options (got \(list)); options are for playback, playAndRecord and multiRoute")
+        }
+        if !category.allowedModes.contains(mode) {
+            let allowed = category.allowedModes.map(\.rawValue).sorted().joined(separator: ", ")
+            throw PolicyError(.badArgument, "mode \(mode.rawValue) does not go with category \(category.rawValue) (expected one of \(allowed))")
+        }
+    }
+
+    /// Why `name` cannot name an app (it becomes part of JACK port names), or nil when it can.
+    public static func nameProblem(_ name: String) -> String? {
+        let valid = !name.isEmpty && name.utf8.count <= 48 && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+                || byte == 0x2d || byte == 0x5f || byte == 0x2e
+        }
+        return valid ? nil : "expected a name of 1 to 48 letters, digits, '-', '_' or '.', got '\(name)'"
+    }
+}

@@ -1,0 +1,45 @@
+/// Whether an interruption starts or ends.
+public enum InterruptionPhase: String, Sendable {
+    case began, ended
+}
+
+/// Why an interruption happened (DESIGN.md §3).
+public enum InterruptionReason: String, Sendable {
+    case `default`, routeDisconnected, builtInMicMuted
+}
+
+/// What apps and control surfaces are told (the `/duckrouter/...` notifications of DESIGN.md §3).
+public enum PolicyNotification: Equatable, Sendable {
+    case interruption(app: String, phase: InterruptionPhase, shouldResume: Bool, reason: InterruptionReason)
+    /// The app's audio state and its audible gain in dB (-infinity when silent).
+    case appState(app: String, state: AppAudioState, gainDecibels: Double)
+    case silentSwitch(Bool)
+    /// A route's system volume as a slider position.
+    case systemVolume(route: String, volume: Double)
+    case remote(app: String, command: RemoteCommand, value: Double?)
+
+    /// The app the notification is about, which also receives it at its own address.
+    public var app: String? {
+        switch self {
+        case let .interruption(app, _, _, _), let .appState(app, _, _), let .remote(app, _, _): app
+        case .silentSwitch, .systemVolume: nil
+        }
+    }
+}
+
+/// What the router must do after an event, in order.
+public enum PolicyEffect: Equatable, Sendable {
+    /// A new app: register its ports.
+    case appAdded(AppConfiguration)
+    /// An app's configuration changed.
+    case appChanged(AppConfiguration)
+    /// An app is gone: fade it out and remove its ports.
+    case appRemoved(String)
+    /// Move the app's gain (linear, including its volume and ducking) to `gain` over the ramp.
+    case appGain(app: String, gain: Float, rampMilliseconds: Double)
+    /// Move a route's system volume (linear) over the ramp.
+    case systemVolume(route: String, gain: Float, rampMilliseconds: Double)
+    case notify(PolicyNotification)
+    /// Persistent settings changed: save the session.
+    case save
+}

@@ -1,0 +1,355 @@
+/// The rules of audio sessions (DESIGN.md §5) as a pure function of events: no C, no I/O, no
+/// clock. `apply` turns an event into a new state and the effects the router carries out (gain
+/// targets with ramp times, notifications, save requests), or throws and changes nothing.
+public struct PolicyEngine: Sendable {
+    public private(set) var state: PolicyState
+
+    /// - Parameters:
+    ///   - routes: the session's routes with their system volumes (linear).
+    ///   - fadeMilliseconds: the fast fade for starts, stops and volume changes.
+    public init(routes: [(name: String, volume: Float)] = [], ducking: DuckingSettings = DuckingSettings(),
+                fadeMilliseconds: Double = 20, silentSwitch: Bool = false) {
+        state = PolicyState()
+        state.systemVolumes = routes.map { ($0.name, $0.volume) }
+        state.ducking = ducking
+        state.fadeMilliseconds = fadeMilliseconds
+        state.silentSwitch = silentSwitch
+    }
+
+    /// Applies one event. On error the state is exactly as it was.
+    @discardableResult
+    public mutating func apply(_ event: PolicyEvent) throws(PolicyError) -> [PolicyEffect] {
+        var transition = Transition(state)
+        try transition.apply(event)
+        state = transition.state
+        return transition.effects(from: Mix(of: transition.before))
+    }
+
+    /// The audible gain (linear) and state of every app, as the mix should be now.
+    public var mix: [String: AppMix] { Mix(of: state).apps }
+}
+
+/// An app's place in the mix.
+public struct AppMix: Equatable, Sendable {
+    /// Linear gain including volume and ducking; 0 when not heard.
+    public var gain: Float
+    public var state: AppAudioState
+    /// The ducking factor (linear, 1 when not ducked) and the rule that sets it.
+    public var duck: Float
+    public var duckRule: DuckingRule?
+}
+
+/// The mix a state implies.
+struct Mix {
+    var apps: [String: AppMix] = [:]
+
+    init(of state: PolicyState) {
+        let duckers = state.apps.filter { $0.isActive && $0.configuration.ducksOthers }
+        for app in state.apps {
+            var duck: Float = 1
+            var duckRule: DuckingRule?
+            if app.isActive {
+                for ducker in duckers where ducker.name != app.name {
+                    let rule = state.ducking.rule(ducker: ducker.name, ducked: app.name)
+                    let factor = Decibels.linear(Float(rule.level))
+                    if factor < duck { duck = factor; duckRule = rule }
+                }
+            }
+            let silenced = app.isActive && state.silentSwitch && app.configuration.category.obeysSilentSwitch
+            let audible = app.isActive && !silenced
+            let mixState: AppAudioState = switch app.activity {
+            case .interrupted: .interrupted
+            case .inactive: .inactive
+            case .active: silenced ? .silenced : (duck < 1 ? .ducked : .active)
+            }
+            apps[app.name] = AppMix(gain: audible ? app.volume * duck : 0, state: mixState, duck: duck, duckRule: duckRule)
+        }
+    }
+}
+
+/// One event's worth of changes, made on a copy of the state.
+private struct Transition {
+    let before: PolicyState
+    var state: PolicyState
+    /// Interruption notifications, app additions and other effects in the order they happened.
+    var ordered: [PolicyEffect] = []
+    var save = false
+
+    init(_ state: PolicyState) {
+        before = state
+        self.state = state
+    }
+
+    mutating func apply(_ event: PolicyEvent) throws(PolicyError) {
+        switch event {
+        case let .register(configuration):
+            try register(configuration)
+        case let .setCategory(name, category, options, mode):
+            var configuration = try state.apps[state.index(of: name)].configuration
+            configuration.category = category
+            configuration.options = options
+            configuration.mode = mode
+            try register(configuration)
+        case let .unregister(name):
+            let index = try state.index(of: name)
+            endInterruptions(by: name, shouldResume: false, everything: true)
+            state.apps.remove(at: index)
+            ordered.append(.appRemoved(name))
+            save = true
+        case let .activate(name):
+            try activate(state.index(of: name))
+        case let .deactivate(name, notifyOthers):
+            let index = try state.index(of: name)
+            guard state.apps[index].activity != .inactive else { return }
+            state.apps[index].activity = .inactive
+            endInterruptions(by: name, shouldResume: notifyOthers, everything: true)
+        case let .outsideInterruptionBegan(source):
+            try beginOutsideInterruption(source)
+        case let .outsideInterruptionEnded(source, shouldResume):
+            try endOutsideInterruption(source, shouldResume: shouldResume)
+        case let .setSilentSwitch(on):
+            guard on != state.silentSwitch else { return }
+            state.silentSwitch = on
+            ordered.append(.notify(.silentSwitch(on)))
+            save = true
+        case let .setSystemVolume(route, volume):
+            guard let index = state.systemVolumes.firstIndex(where: { $0.route == route }) else { throw .unknownRoute(route) }
+            let gain = try linear(volume, setting: "system volume", maximumDecibels: 0)
+            guard gain != state.systemVolumes[index].volume else { return }
+            state.systemVolumes[index].volume = gain
+            ordered.append(.systemVolume(route: route, gain: gain, rampMilliseconds: state.fadeMilliseconds))
+            ordered.append(.notify(.systemVolume(route: route, volume: Double(Decibels.sliderPosition(linear: gain)))))
+            save = true
+        case let .setAppVolume(name, volume):
+            let index = try state.index(of: name)
+            let gain = try linear(volume, setting: "app volume", maximumDecibels: 24)
+            guard gain != state.apps[index].volume else { return }
+            state.apps[index].volume = gain
+            save = true
+        case let .setDucking(parameter):
+            try setDucking(parameter)
+        case let .setRemoteCommands(name, commands):
+            let index = try state.index(of: name)
+            guard commands != state.apps[index].configuration.remoteCommands else { return }
+            state.apps[index].configuration.remoteCommands = commands
+            ordered.append(.appChanged(state.apps[index].configuration))
+            save = true
+        case let .remoteCommand(command, value):
+            try remote(command, value: value)
+        }
+    }
+
+    // MARK: Apps
+
+    mutating func register(_ configuration: AppConfiguration) throws(PolicyError) {
+        try configuration.validate()
+        guard let index = state.apps.firstIndex(where: { $0.name == configuration.name }) else {
+            state.apps.append(AppSession(configuration: configuration))
+            ordered.append(.appAdded(configuration))
+            save = true
+            return
+        }
+        let previous = state.apps[index].configuration
+        guard previous != configuration else { return }
+        state.apps[index].configuration = configuration
+        ordered.append(.appChanged(configuration))
+        save = true
+        guard state.apps[index].isActive else { return }
+        // An active app that changes category keeps playing under its new rules, as if it had
+        // just been activated; spoken audio it paused and may no longer pause gets to resume.
+        if previous.interruptsSpokenAudio && !configuration.interruptsSpokenAudio {
+            endInterruptions(by: configuration.name, shouldResume: true, everything: false)
+        }
+        interruptOthers(for: index)
+    }
+
+    /// setActive(true): may interrupt others (§5.2, §5.5) or be refused (§5.11).
+    mutating func activate(_ index: Int) throws(PolicyError) {
+        let app = state.apps[index]
+        guard !app.isActive else { return }
+        let configuration = app.configuration
+        if !configuration.isMixable, let source = state.outsideInterruptions.last {
+            throw PolicyError(.insufficientPriority,
+                              "'\(app.name)' cannot be activated while the outside interruption '\(source)' lasts (a non-mixable session)")
+        }
+        if configuration.isSpokenAudio,
+           let speaker = state.apps.first(where: { $0.isActive && $0.name != app.name && $0.configuration.interruptsSpokenAudio }) {
+            throw PolicyError(.insufficientPriority,
+                              "'\(app.name)' is spoken audio and cannot be activated while '\(speaker.name)' interrupts spoken audio")
+        }
+        state.apps[index].activity = .active
+        state.apps[index].activationSequence = state.nextActivationSequence
+        state.nextActivationSequence += 1
+        interruptOthers(for: index)
+    }
+
+    /// Interrupts the apps an active app must interrupt: every other active non-mixable app when
+    /// it is non-mixable, every active spokenAudio app when it interrupts spoken audio.
+    mutating func interruptOthers(for index: Int) {
+        let interrupter = state.apps[index].configuration
+        for other in state.apps.indices where other != index && state.apps[other].isActive {
+            let victim = state.apps[other].configuration
+            if !interrupter.isMixable && !victim.isMixable {
+                interrupt(other, by: .app(interrupter.name))
+            } else if interrupter.interruptsSpokenAudio && victim.isSpokenAudio {
+                interrupt(other, by: .spokenAudio(interrupter.name))
+            }
+        }
+    }
+
+    mutating func interrupt(_ index: Int, by interrupter: Interrupter) {
+        state.apps[index].activity = .interrupted(by: interrupter)
+        ordered.append(.notify(.interruption(app: state.apps[index].name, phase: .began, shouldResume: false, reason: .default)))
+    }
+
+    /// Ends the interruptions an app caused. Spoken audio it paused always may resume (§5.5);
+    /// apps it interrupted may when `shouldResume` (§5.3). With `everything` false, only the
+    /// spoken-audio interruptions end.
+    mutating func endInterruptions(by name: String, shouldResume: Bool, everything: Bool) {
+        var ended: [(Int, Bool)] = []
+        for index in state.apps.indices {
+            switch state.apps[index].activity {
+            case .interrupted(by: .app(name)) where everything: ended.append((index, shouldResume))
+            case .interrupted(by: .spokenAudio(name)): ended.append((index, true))
+            default: continue
+            }
+        }
+        finish(ended)
+    }
+
+    /// Marks interrupted apps inactive, tells them, and re-activates the resumable `auto` ones
+    /// in the order they were first activated.
+    mutating func finish(_ ended: [(index: Int, shouldResume: Bool)]) {
+        for (index, shouldResume) in ended {
+            state.apps[index].activity = .inactive
+            ordered.append(.notify(.interruption(app: state.apps[index].name, phase: .ended, shouldResume: shouldResume, reason: .default)))
+        }
+        let resuming = ended.filter { $0.shouldResume && state.apps[$0.index].configuration.resume == .auto }
+            .map(\.index)
+            .sorted { (state.apps[$0].activationSequence ?? 0) < (state.apps[$1].activationSequence ?? 0) }
+        for index in resuming {
+            // A refusal (another outside interruption began meanwhile) leaves the app inactive.
+            try? activate(index)
+        }
+    }
+
+    // MARK: Outside interruptions (§5.11)
+
+    mutating func beginOutsideInterruption(_ source: String) throws(PolicyError) {
+        guard !source.isEmpty else { throw PolicyError(.badArgument, "an outside interruption needs a source name") }
+        guard !state.outsideInterruptions.contains(source) else {
+            throw PolicyError(.general, "the outside interruption '\(source)' is already in progress")
+        }
+        state.outsideInterruptions.append(source)
+        for index in state.apps.indices where state.apps[index].isActive {
+            interrupt(index, by: .outside(source))
+        }
+    }
+
+    mutating func endOutsideInterruption(_ source: String, shouldResume: Bool) throws(PolicyError) {
+        guard let position = state.outsideInterruptions.firstIndex(of: source) else {
+            throw PolicyError(.general, "no outside interruption '\(source)' is in progress")
+        }
+        state.outsideInterruptions.remove(at: position)
+        let victims = state.apps.indices.filter { state.apps[$0].activity == .interrupted(by: .outside(source)) }
+        if let remaining = state.outsideInterruptions.last {
+            // Another interruption still lasts: its end decides whether these apps may resume.
+            for index in victims { state.apps[index].activity = .interrupted(by: .outside(remaining)) }
+            return
+        }
+        finish(victims.map { ($0, shouldResume) })
+    }
+
+    // MARK: Settings
+
+    mutating func setDucking(_ parameter: DuckingParameter) throws(PolicyError) {
+        switch parameter {
+        case let .level(dB):
+            guard dB.isFinite, (-144...0).contains(dB) else { throw badValue("ducking level", dB, "a level in dB from -144 to 0") }
+            guard dB != state.ducking.level else { return }
+            state.ducking.level = dB
+        case let .attack(ms):
+            guard ms.isFinite, (0...60_000).contains(ms) else { throw badValue("ducking attack", ms, "milliseconds from 0 to 60000") }
+            guard ms != state.ducking.attack else { return }
+            state.ducking.attack = ms
+        case let .release(ms):
+            guard ms.isFinite, (0...60_000).contains(ms) else { throw badValue("ducking release", ms, "milliseconds from 0 to 60000") }
+            guard ms != state.ducking.release else { return }
+            state.ducking.release = ms
+        }
+        save = true
+    }
+
+    func linear(_ volume: Volume, setting: String, maximumDecibels: Double) throws(PolicyError) -> Float {
+        switch volume {
+        case let .position(position):
+            guard position.isFinite, (0...1).contains(position) else {
+                throw badValue(setting, position, "a slider position from 0 to 1")
+            }
+            return Decibels.linear(sliderPosition: Float(position))
+        case let .decibels(dB):
+            guard !dB.isNaN, dB <= maximumDecibels else {
+                throw badValue(setting, dB, "a level in dB, at most \(Int(maximumDecibels))")
+            }
+            return Decibels.linear(Float(max(dB, Double(Decibels.floor))))
+        }
+    }
+
+    func badValue(_ setting: String, _ value: Double, _ expected: String) -> PolicyError {
+        PolicyError(.badArgument, "\(setting): expected \(expected), got \(value)")
+    }
+
+    // MARK: Remote commands (§5.12)
+
+    mutating func remote(_ command: RemoteCommand, value: Double?) throws(PolicyError) {
+        switch command.valueRule {
+        case .none:
+            if value != nil { throw PolicyError(.badArgument, "remote command \(command.rawValue) takes no value") }
+        case let .required(range, meaning):
+            guard let value else { throw PolicyError(.badArgument, "remote command \(command.rawValue) needs a value: \(meaning)") }
+            guard value.isFinite, range.contains(value) else { throw badValue("remote command \(command.rawValue)", value, meaning) }
+        case let .optional(range, meaning):
+            if let value, !(value.isFinite && range.contains(value)) {
+                throw badValue("remote command \(command.rawValue)", value, meaning)
+            }
+        }
+        guard let owner = state.nowPlaying, let app = state.app(owner) else {
+            throw PolicyError(.noEligibleApp, "no app owns remote control (none is a non-mixable playback app that declared remote commands and was activated)")
+        }
+        guard app.configuration.remoteCommands.contains(command) else {
+            let handled = app.configuration.remoteCommands.map(\.rawValue).sorted().joined(separator: ", ")
+            throw PolicyError(.noEligibleApp, "'\(owner)' owns remote control but does not handle \(command.rawValue) (it handles \(handled))")
+        }
+        ordered.append(.notify(.remote(app: owner, command: command, value: value)))
+    }
+
+    // MARK: Effects
+
+    /// The ordered effects, then a gain change and a state notification for every app whose
+    /// place in the mix changed, then a save request when persistent settings changed.
+    func effects(from old: Mix) -> [PolicyEffect] {
+        let new = Mix(of: state)
+        var effects = ordered
+        for app in state.apps {
+            let next = new.apps[app.name]!
+            let previous = old.apps[app.name] ?? AppMix(gain: 0, state: .inactive, duck: 1, duckRule: nil)
+            if next.gain != previous.gain {
+                effects.append(.appGain(app: app.name, gain: next.gain, rampMilliseconds: ramp(from: previous, to: next)))
+            }
+            if next.state != previous.state || next.gain != previous.gain || old.apps[app.name] == nil {
+                effects.append(.notify(.appState(app: app.name, state: next.state, gainDecibels: Double(Decibels.level(next.gain)))))
+            }
+        }
+        if save { effects.append(.save) }
+        return effects
+    }
+
+    /// Ducking moves at its attack and release; everything else (starting, stopping, volume) at
+    /// the fast fade.
+    func ramp(from previous: AppMix, to next: AppMix) -> Double {
+        func heard(_ mix: AppMix) -> Bool { mix.state == .active || mix.state == .ducked }
+        guard heard(previous), heard(next), next.duck != previous.duck else { return state.fadeMilliseconds }
+        if next.duck < previous.duck { return next.duckRule?.attack ?? state.ducking.attack }
+        return previous.duckRule?.release ?? state.ducking.release
+    }
+}

@@ -1,0 +1,29 @@
+/// Why the policy refused an event. Nothing changed when one is thrown.
+///
+/// The codes are those of the OSC contract (DESIGN.md §3), so the OSC layer can reply with them as
+/// they are.
+public struct PolicyError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Code: Int32, Sendable {
+        case general = -1
+        case badArgument = -2
+        case unknownApp = -3
+        case unknownRoute = -4
+        case notPermitted = -5
+        case insufficientPriority = -6
+        case unknownPath = -7
+        case noEligibleApp = -8
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    static func unknownApp(_ name: String) -> PolicyError { .init(.unknownApp, "no app named '\(name)'") }
+    static func unknownRoute(_ name: String) -> PolicyError { .init(.unknownRoute, "no route named '\(name)'") }
+}

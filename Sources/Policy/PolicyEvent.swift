@@ -1,0 +1,37 @@
+/// A volume as a person sets it: a slider position or a level in dB.
+public enum Volume: Equatable, Sendable {
+    /// 0...1 with a cubic taper (0.5 is about -18 dB).
+    case position(Double)
+    case decibels(Double)
+}
+
+/// A ducking setting changed at run time.
+public enum DuckingParameter: Equatable, Sendable {
+    /// dB, -144 to 0.
+    case level(Double)
+    /// Milliseconds, 0 to 60,000.
+    case attack(Double)
+    case release(Double)
+}
+
+/// Everything that can happen to the policy. Events come from OSC, the session file and the JACK
+/// graph; the policy turns each into a new state and effects, or refuses it and changes nothing.
+public enum PolicyEvent: Equatable, Sendable {
+    /// Create an app, or reconfigure it when it exists (`/app/register`).
+    case register(AppConfiguration)
+    /// Change an existing app's category, options and mode (`/app/<app>/category`).
+    case setCategory(app: String, category: Category, options: Set<CategoryOption>, mode: Mode)
+    case unregister(app: String)
+    case activate(app: String)
+    /// `notifyOthers`: the apps it interrupted may resume.
+    case deactivate(app: String, notifyOthers: Bool)
+    case outsideInterruptionBegan(source: String)
+    case outsideInterruptionEnded(source: String, shouldResume: Bool)
+    case setSilentSwitch(Bool)
+    case setSystemVolume(route: String, Volume)
+    case setAppVolume(app: String, Volume)
+    case setDucking(DuckingParameter)
+    case setRemoteCommands(app: String, Set<RemoteCommand>)
+    /// A remote command for the now-playing app, with its optional value.
+    case remoteCommand(RemoteCommand, value: Double?)
+}

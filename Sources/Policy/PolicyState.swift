@@ -1,0 +1,121 @@
+/// Who or what interrupted an app.
+public enum Interrupter: Hashable, Sendable {
+    /// A non-mixable app that was activated (DESIGN.md §5.2).
+    case app(String)
+    /// An app with `interruptSpokenAudioAndMixWithOthers` pausing a spokenAudio app (§5.5).
+    case spokenAudio(String)
+    /// An outside interruption such as a phone call, named by its source (§5.11).
+    case outside(String)
+}
+
+/// Whether an app's session is active.
+public enum Activity: Hashable, Sendable {
+    case inactive
+    case active
+    case interrupted(by: Interrupter)
+}
+
+/// What an app's audio is doing, as notifications and `/state` report it.
+public enum AppAudioState: String, Sendable {
+    case inactive, active, ducked, interrupted, silenced
+}
+
+/// One app's session.
+public struct AppSession: Equatable, Sendable {
+    public var configuration: AppConfiguration
+    public var activity: Activity = .inactive
+    /// The app's relative volume, linear (1 is unity).
+    public var volume: Float = 1
+    /// Increases with every activation; the newest eligible activation owns remote control.
+    public var activationSequence: Int?
+
+    public var name: String { configuration.name }
+    public var isActive: Bool { activity == .active }
+}
+
+/// A per-pair override of the session-wide ducking settings.
+public struct DuckingRule: Equatable, Sendable {
+    public var ducker: String
+    public var ducked: String
+    /// dB, at most 0 (0 means this pair does not duck).
+    public var level: Double
+    /// Milliseconds; nil takes the session-wide value.
+    public var attack: Double?
+    public var release: Double?
+
+    public init(ducker: String, ducked: String, level: Double, attack: Double? = nil, release: Double? = nil) {
+        self.ducker = ducker
+        self.ducked = ducked
+        self.level = level
+        self.attack = attack
+        self.release = release
+    }
+}
+
+/// How apps with `duckOthers` lower the others.
+public struct DuckingSettings: Equatable, Sendable {
+    /// dB, -144 (silence) to 0.
+    public var level: Double = -14
+    /// Milliseconds to reach the ducked level.
+    public var attack: Double = 100
+    /// Milliseconds to come back.
+    public var release: Double = 500
+    public var rules: [DuckingRule] = []
+
+    public init(level: Double = -14, attack: Double = 100, release: Double = 500, rules: [DuckingRule] = []) {
+        self.level = level
+        self.attack = attack
+        self.release = release
+        self.rules = rules
+    }
+
+    /// The rule for `ducker` lowering `ducked`: the pair's own, else the session-wide one.
+    public func rule(ducker: String, ducked: String) -> DuckingRule {
+        var rule = rules.last { $0.ducker == ducker && $0.ducked == ducked }
+            ?? DuckingRule(ducker: ducker, ducked: ducked, level: level)
+        rule.attack = rule.attack ?? attack
+        rule.release = rule.release ?? release
+        return rule
+    }
+}
+
+/// Everything the policy decides from: the apps' sessions and the system settings.
+public struct PolicyState: Equatable, Sendable {
+    /// Apps in registration order.
+    public internal(set) var apps: [AppSession] = []
+    public internal(set) var silentSwitch = false
+    /// System volume per route, linear (1 is full), in the session's route order.
+    public internal(set) var systemVolumes: [(route: String, volume: Float)] = []
+    /// Outside interruptions in progress, oldest first.
+    public internal(set) var outsideInterruptions: [String] = []
+    public internal(set) var ducking = DuckingSettings()
+    /// Milliseconds of the fast fade used when audio starts or stops (interruptions, activation,
+    /// the silent switch) and for volume changes.
+    public internal(set) var fadeMilliseconds: Double = 20
+    var nextActivationSequence = 0
+
+    public init() {}
+
+    public static func == (a: PolicyState, b: PolicyState) -> Bool {
+        a.apps == b.apps && a.silentSwitch == b.silentSwitch
+            && a.systemVolumes.elementsEqual(b.systemVolumes) { $0 == $1 }
+            && a.outsideInterruptions == b.outsideInterruptions && a.ducking == b.ducking
+            && a.fadeMilliseconds == b.fadeMilliseconds && a.nextActivationSequence == b.nextActivationSequence
+    }
+
+    public func app(_ name: String) -> AppSession? { apps.first { $0.name == name } }
+
+    func index(of name: String) throws(PolicyError) -> Int {
+        guard let index = apps.firstIndex(where: { $0.name == name }) else { throw .unknownApp(name) }
+        return index
+    }
+
+    public func systemVolume(_ route: String) -> Float? { systemVolumes.first { $0.route == route }?.volume }
+
+    /// The app that remote commands go to (DESIGN.md §5.12): the most recently activated
+    /// non-mixable playback app that declared remote commands.
+    public var nowPlaying: String? {
+        apps.filter { $0.configuration.canOwnRemoteControl && $0.activationSequence != nil }
+            .max { $0.activationSequence! < $1.activationSequence! }?.name
+    }
+}
