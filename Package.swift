@@ -29,7 +29,7 @@ let package = Package(
 
         // The JACK client: lifecycle, ports, connections, callbacks. The only importer of CJack.
         .target(name: "JackHost", dependencies: ["CJack", "Engine"]),
-        // The vocabulary and (next) the rules of audio sessions: pure Swift, no C, no I/O.
+        // The rules of audio sessions: pure Swift, no C, no I/O, no clock; events in, effects out.
         .target(name: "Policy"),
         // Session files: loading and validation.
         .target(name: "SessionStore", dependencies: ["Policy"]),

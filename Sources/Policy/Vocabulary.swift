@@ -1,7 +1,7 @@
 /// The words of an audio session, as apps and session files spell them (../shared/DESIGN.md §3).
 ///
-/// The rules that use them (which sessions mix, duck or interrupt) come with the policy engine;
-/// these types are the shared vocabulary that the session file and OSC layers validate against.
+/// The rules that use them (which sessions mix, duck or interrupt) are in `PolicyEngine`; these
+/// types are the shared vocabulary that the session file and OSC layers validate against.
 
 /// What an app's sound is for.
 public enum Category: String, CaseIterable, Sendable, Codable {

@@ -321,12 +321,12 @@ private struct Validator {
         return word
     }
 
-    /// App and route names become parts of JACK port names (`music_in_1`).
+    /// App and route names become parts of JACK port names (`music_in_1`); the rule is the
+    /// policy's, so a name valid here is valid over OSC too.
     mutating func portSafeName(_ value: JSONValue, _ path: String) -> String? {
         guard let name = string(value, path) else { return nil }
-        let allowed = name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }
-        guard !name.isEmpty, name.count <= 48, allowed else {
-            fail(path, "expected a name of 1 to 48 letters, digits, '-', '_' or '.', got '\(name)'")
+        if let problem = AppConfiguration.nameProblem(name) {
+            fail(path, problem)
             return nil
         }
         return name
