@@ -61,6 +61,13 @@ public final class Engine {
         core.deallocate()
     }
 
+    /// Sets the frame clock that scheduled plans are timed against (JACK's `jack_last_frame_time`
+    /// and its client). Before the process callback first runs.
+    public func setFrameClock(_ clock: @escaping FrameClockFunction, argument: UnsafeMutableRawPointer) {
+        core.pointee.frameClock = clock
+        core.pointee.frameClockArgument = argument
+    }
+
     /// The argument to register with `engineProcessCallback`.
     public var processArgument: UnsafeMutableRawPointer { UnsafeMutableRawPointer(core) }
 

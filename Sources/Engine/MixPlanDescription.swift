@@ -32,11 +32,16 @@ public struct MixPlanDescription: Sendable {
     /// Gain slots that are new to this plan (or reused): the audio thread sets them to silence
     /// before applying targets, so every new cell ramps up from zero.
     public var resetSlots: [Int32]
+    /// The frame (on the engine's frame clock, JACK's frame time under JACK) at which the plan
+    /// takes over, sample-accurately; nil: at the start of the next cycle. Plans are taken in the
+    /// order they are published, so a scheduled plan also holds back the plans behind it.
+    public var startFrame: UInt32?
 
-    public init(inputs: [Input] = [], outputs: [Output] = [], resetSlots: [Int32] = []) {
+    public init(inputs: [Input] = [], outputs: [Output] = [], resetSlots: [Int32] = [], startFrame: UInt32? = nil) {
         self.inputs = inputs
         self.outputs = outputs
         self.resetSlots = resetSlots
+        self.startFrame = startFrame
     }
 }
 

@@ -171,6 +171,15 @@ public final class JackClient {
         return names
     }
 
+    /// JACK's clock, in microseconds (`jack_get_time`): the clock frame times are measured on.
+    public var microseconds: UInt64 { jack_get_time() }
+
+    /// The frame time at a moment on JACK's clock (`jack_time_to_frames`).
+    public func frameTime(atMicroseconds time: UInt64) -> UInt32 { jack_time_to_frames(handle, time) }
+
+    /// The moment on JACK's clock of a frame time (`jack_frames_to_time`).
+    public func microseconds(atFrameTime frame: UInt32) -> UInt64 { jack_frames_to_time(handle, frame) }
+
     /// The current JACK frame time (for measuring, not on the process path).
     public var frameTime: UInt32 { jack_frame_time(handle) }
 

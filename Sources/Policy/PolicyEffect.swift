@@ -8,6 +8,11 @@ public enum InterruptionReason: String, Sendable {
     case `default`, routeDisconnected, builtInMicMuted
 }
 
+/// Why the current route changed (DESIGN.md §3, `/duckrouter/route`).
+public enum RouteChangeReason: String, Sendable {
+    case newDeviceAvailable, oldDeviceUnavailable, override, categoryChange, noSuitableRouteForCategory
+}
+
 /// What apps and control surfaces are told (the `/duckrouter/...` notifications of DESIGN.md §3).
 public enum PolicyNotification: Equatable, Sendable {
     case interruption(app: String, phase: InterruptionPhase, shouldResume: Bool, reason: InterruptionReason)
@@ -17,12 +22,14 @@ public enum PolicyNotification: Equatable, Sendable {
     /// A route's system volume as a slider position.
     case systemVolume(route: String, volume: Double)
     case remote(app: String, command: RemoteCommand, value: Double?)
+    /// The current output route changed (`previous` is empty when there was none).
+    case route(reason: RouteChangeReason, route: String, previous: String)
 
     /// The app the notification is about, which also receives it at its own address.
     public var app: String? {
         switch self {
         case let .interruption(app, _, _, _), let .appState(app, _, _), let .remote(app, _, _): app
-        case .silentSwitch, .systemVolume: nil
+        case .silentSwitch, .systemVolume, .route: nil
         }
     }
 }
@@ -39,6 +46,8 @@ public enum PolicyEffect: Equatable, Sendable {
     case appGain(app: String, gain: Float, rampMilliseconds: Double)
     /// Move a route's system volume (linear) over the ramp.
     case systemVolume(route: String, gain: Float, rampMilliseconds: Double)
+    /// Every app now plays to `route`; crossfade over the ramp.
+    case currentRoute(String, rampMilliseconds: Double)
     case notify(PolicyNotification)
     /// Persistent settings changed: save the session.
     case save

@@ -5,12 +5,17 @@ public struct PolicyEngine: Sendable {
     public private(set) var state: PolicyState
 
     /// - Parameters:
-    ///   - routes: the session's routes with their system volumes (linear).
+    ///   - routes: the session's routes with their system volumes (linear). All start available.
+    ///   - fallback: the route current at start (the built-in one); nil: the first.
     ///   - fadeMilliseconds: the fast fade for starts, stops and volume changes.
     public init(routes: [(name: String, volume: Float)] = [], ducking: DuckingSettings = DuckingSettings(),
-                fadeMilliseconds: Double = 20, silentSwitch: Bool = false) {
+                fadeMilliseconds: Double = 20, silentSwitch: Bool = false, fallback: String? = nil) {
         state = PolicyState()
         state.systemVolumes = routes.map { ($0.name, $0.volume) }
+        // Last in wins: the fallback counts as the newest at start, so it is current until a
+        // route becomes available (or is selected) after it.
+        let first = fallback ?? routes.first?.name
+        state.availableRoutes = routes.map(\.name).filter { $0 != first } + (first.map { [$0] } ?? [])
         state.ducking = ducking
         state.fadeMilliseconds = fadeMilliseconds
         state.silentSwitch = silentSwitch
@@ -136,7 +141,47 @@ private struct Transition {
             save = true
         case let .remoteCommand(command, value):
             try remote(command, value: value)
+        case let .selectRoute(route):
+            try selectRoute(route)
+        case let .setRouteAvailable(route, available):
+            try setRouteAvailable(route, available)
         }
+    }
+
+    // MARK: Routes (last in wins; a selection wins until its route goes away)
+
+    func checkRoute(_ route: String) throws(PolicyError) {
+        guard state.systemVolumes.contains(where: { $0.route == route }) else { throw .unknownRoute(route) }
+    }
+
+    mutating func selectRoute(_ route: String) throws(PolicyError) {
+        try checkRoute(route)
+        guard state.availableRoutes.contains(route) else {
+            throw PolicyError(.unknownRoute, "route '\(route)' is not available")
+        }
+        let previous = state.currentRoute
+        state.selectedRoute = route
+        announceRoute(from: previous, reason: .override)
+        save = true
+    }
+
+    mutating func setRouteAvailable(_ route: String, _ available: Bool) throws(PolicyError) {
+        try checkRoute(route)
+        guard available != state.availableRoutes.contains(route) else { return }
+        let previous = state.currentRoute
+        if available {
+            state.availableRoutes.append(route)
+        } else {
+            state.availableRoutes.removeAll { $0 == route }
+            if state.selectedRoute == route { state.selectedRoute = nil }
+        }
+        announceRoute(from: previous, reason: available ? .newDeviceAvailable : .oldDeviceUnavailable)
+    }
+
+    mutating func announceRoute(from previous: String?, reason: RouteChangeReason) {
+        guard let current = state.currentRoute, current != previous else { return }
+        ordered.append(.currentRoute(current, rampMilliseconds: state.fadeMilliseconds))
+        ordered.append(.notify(.route(reason: reason, route: current, previous: previous ?? "")))
     }
 
     // MARK: Apps

@@ -34,4 +34,8 @@ public enum PolicyEvent: Equatable, Sendable {
     case setRemoteCommands(app: String, Set<RemoteCommand>)
     /// A remote command for the now-playing app, with its optional value.
     case remoteCommand(RemoteCommand, value: Double?)
+    /// A person picks the output route (`/route/select`); it wins until it goes away.
+    case selectRoute(String)
+    /// A route's device appeared or went away (`/route/<route>/available`, or the JACK graph).
+    case setRouteAvailable(route: String, Bool)
 }

@@ -86,6 +86,10 @@ public struct PolicyState: Equatable, Sendable {
     public internal(set) var silentSwitch = false
     /// System volume per route, linear (1 is full), in the session's route order.
     public internal(set) var systemVolumes: [(route: String, volume: Float)] = []
+    /// Available routes in the order they became available (newest last): last in wins.
+    public internal(set) var availableRoutes: [String] = []
+    /// The route a person selected (`/route/select`); it wins while it is available.
+    public internal(set) var selectedRoute: String?
     /// Outside interruptions in progress, oldest first.
     public internal(set) var outsideInterruptions: [String] = []
     public internal(set) var ducking = DuckingSettings()
@@ -99,6 +103,7 @@ public struct PolicyState: Equatable, Sendable {
     public static func == (a: PolicyState, b: PolicyState) -> Bool {
         a.apps == b.apps && a.silentSwitch == b.silentSwitch
             && a.systemVolumes.elementsEqual(b.systemVolumes) { $0 == $1 }
+            && a.availableRoutes == b.availableRoutes && a.selectedRoute == b.selectedRoute
             && a.outsideInterruptions == b.outsideInterruptions && a.ducking == b.ducking
             && a.fadeMilliseconds == b.fadeMilliseconds && a.nextActivationSequence == b.nextActivationSequence
     }
@@ -111,6 +116,13 @@ public struct PolicyState: Equatable, Sendable {
     }
 
     public func systemVolume(_ route: String) -> Float? { systemVolumes.first { $0.route == route }?.volume }
+
+    /// The route every app plays to: the selected one while it is available, else the newest
+    /// available one (last in wins), else none.
+    public var currentRoute: String? {
+        if let selectedRoute, availableRoutes.contains(selectedRoute) { return selectedRoute }
+        return availableRoutes.last
+    }
 
     /// The app that remote commands go to (DESIGN.md §5.12): the most recently activated
     /// non-mixable playback app that declared remote commands.

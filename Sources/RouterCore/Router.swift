@@ -58,9 +58,16 @@ public final class Router: @unchecked Sendable {
         var pendingRamp: Int32?
     }
 
+    private struct ScheduledChanges {
+        var changes: [Change]
+        var frame: UInt32
+        var completion: @Sendable (Result<[PolicyEffect], RouterError>) -> Void
+    }
+
     /// An unregistered app whose ports stay until its fade has finished and no plan the audio
     /// thread may still use reads them.
     private struct RetiringApp {
+        var name: String
         var ports: [JackPort]
         var meterSlots: [Int32]
         /// The first published plan without any of its cells.
@@ -83,6 +90,10 @@ public final class Router: @unchecked Sendable {
     private var nextInputSlot: Int32 = 0
     private var saveRequests = 0
     private var routes: [RouteState] = []
+    /// The route every app plays to (the policy's current route), as an index into `routes`.
+    private var currentRoute: Int?
+    /// Changes waiting for their frame (bundles with a future timetag), soonest first.
+    private var scheduled: [ScheduledChanges] = []
     private var compiler: PlanCompiler
     private var sampleRate: Int
     private var bufferSize: Int
@@ -120,6 +131,7 @@ public final class Router: @unchecked Sendable {
             throw .jack(error)
         }
         engine = Engine(configuration: configuration.engine, portBuffer: JackClient.portBuffer)
+        engine.setFrameClock(JackClient.cycleStartFrame, argument: client.rawHandle)
         sampleRate = client.sampleRate
         bufferSize = client.bufferSize
 
@@ -148,7 +160,7 @@ public final class Router: @unchecked Sendable {
             startHousekeeping(every: configuration.housekeepingInterval)
             for app in session.apps where app.startsActive {
                 do throws(RouterError) {
-                    _ = try performOnQueue(.activate(app: app.name))
+                    _ = try performOnQueue([Change(.activate(app: app.name))])
                 } catch {
                     logger.error("could not activate '\(app.name)' at start: \(error)")
                 }
@@ -183,7 +195,8 @@ public final class Router: @unchecked Sendable {
         let routes = session.routes.map { route in
             (name: route.name, volume: Decibels.linear(sliderPosition: Float(session.volumes.routes[route.name] ?? 1)))
         }
-        var policy = PolicyEngine(routes: routes, ducking: session.ducking, fadeMilliseconds: fadeMilliseconds)
+        var policy = PolicyEngine(routes: routes, ducking: session.ducking, fadeMilliseconds: fadeMilliseconds,
+                                  fallback: (session.routes.first { $0.isBuiltIn } ?? session.routes.first)?.name)
         do throws(PolicyError) {
             for app in session.apps {
                 try policy.apply(.register(app.configuration))
@@ -211,11 +224,18 @@ public final class Router: @unchecked Sendable {
             routes.append(RouteState(name: route.name, ports: ports, meterSlots: slots, destinations: route.ports,
                                      gain: policy.state.systemVolume(route.name) ?? 1))
         }
+        currentRoute = policy.state.currentRoute.flatMap { name in routes.firstIndex { $0.name == name } }
     }
 
     /// Registers an app's input ports `<app>_in_1…`, each with a stable meter slot. It starts
     /// silent: the policy opens it when it is activated.
     private func addApp(_ name: String, channelCount: Int, connect: [PortPattern]) throws {
+        // An app removed moments ago still owns its port names while it fades: take them back.
+        if let index = retiring.firstIndex(where: { $0.name == name && $0.ports.count == channelCount }) {
+            let old = retiring.remove(at: index)
+            apps.append(AppState(name: name, ports: old.ports, meterSlots: old.meterSlots, connect: connect, gain: 0))
+            return
+        }
         let used = apps.reduce(0) { $0 + $1.ports.count } + retiring.reduce(0) { $0 + $1.ports.count }
         guard used + channelCount <= maxInputChannels else {
             throw RouterError.capacity("'\(name)' needs \(channelCount) more input channels; the engine has \(maxInputChannels - used) left")
@@ -319,6 +339,7 @@ public final class Router: @unchecked Sendable {
         guard !stopped else { return }
         engine.collectRetiredPlans()
         if let reading = engine.collectMeters() { latestMeters = reading }
+        runDueSchedules()
         let due = nextDrop.map { engine.statistics.processedFrames >= $0 } ?? false
         if needsPublish || due { republish() }
         removeRetiredPorts()
@@ -342,9 +363,9 @@ public final class Router: @unchecked Sendable {
     }
 
     /// Publishes a new plan, logging (not throwing) failures: used where no caller waits.
-    private func republish() {
+    private func republish(startFrame: UInt32? = nil) {
         do {
-            try publishPlan()
+            try publishPlan(startFrame: startFrame)
         } catch {
             logger.error("could not update the mix: \(error)")
         }
@@ -360,18 +381,18 @@ public final class Router: @unchecked Sendable {
 
     /// Compiles the current state into a plan and queues it. When the queue is full the state is
     /// kept and the housekeeping timer publishes it (coalesced with any later change).
-    private func publishPlan() throws(RouterError) {
+    private func publishPlan(startFrame: UInt32? = nil) throws(RouterError) {
         let inputs = apps.flatMap { app in
             zip(app.ports, app.meterSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
         }
         var outputs: [PlanCompiler.Output] = []
-        // Until route selection arrives (issue: routes), every app plays to the first route.
+        // Every app plays to the current route; a route change crossfades at the fade ramp.
         // A cell moves at the ramp of whatever changed: the app's (ducking has its own attack and
         // release), else the route's, else the default.
         for (r, route) in routes.enumerated() {
             for (k, port) in route.ports.enumerated() {
                 var feeds: [(input: Int32, gain: Float, rampFrames: Int32)] = []
-                if r == 0 {
+                if r == currentRoute {
                     for app in apps {
                         let map = ChannelMap.feeds(appChannels: app.ports.count, routeChannels: route.ports.count)
                         let ramp = app.pendingRamp ?? route.pendingRamp ?? rampFrames
@@ -381,11 +402,12 @@ public final class Router: @unchecked Sendable {
                 outputs.append(.init(port: port.handle, key: route.meterSlots[k], feeds: feeds))
             }
         }
-        let result: PlanCompiler.Result
+        var result: PlanCompiler.Result
         do {
             result = try compiler.compile(inputs: inputs, outputs: outputs, rampFrames: rampFrames,
                                           now: engine.statistics.processedFrames,
                                           settleFrames: UInt64(2 * max(bufferSize, 1) + rampFramesMargin))
+            result.plan.startFrame = startFrame
         } catch {
             throw .capacity(error.description)
         }
@@ -399,6 +421,9 @@ public final class Router: @unchecked Sendable {
                 for index in routes.indices { routes[index].pendingRamp = nil }
             } else {
                 needsPublish = true
+                if startFrame != nil {
+                    logger.warning("the audio thread's plan queue is full: a scheduled change will apply late")
+                }
             }
         } catch {
             throw .capacity(error.description)
@@ -415,7 +440,81 @@ public final class Router: @unchecked Sendable {
     /// event throws `RouterError.policy` and changes nothing.
     @discardableResult
     public func perform(_ event: PolicyEvent) throws(RouterError) -> [PolicyEffect] {
-        try onQueue { () throws(RouterError) in try performOnQueue(event) }
+        try onQueue { () throws(RouterError) in try performOnQueue([Change(event)]) }
+    }
+
+    /// One change of a batch: a policy event, and for a registration the app's channel count.
+    public struct Change: Sendable, Equatable {
+        public var event: PolicyEvent
+        /// Channels of an app this change registers (nil: the default, 2).
+        public var channelCount: Int?
+        public init(_ event: PolicyEvent, channelCount: Int? = nil) {
+            self.event = event
+            self.channelCount = channelCount
+        }
+    }
+
+    /// Applies changes together (an OSC bundle): all of them or none, heard in one plan. When one
+    /// is refused, throws `.batch` naming it, and nothing changes.
+    @discardableResult
+    public func perform(_ changes: [Change]) throws(RouterError) -> [PolicyEffect] {
+        try onQueue { () throws(RouterError) in try performOnQueue(changes) }
+    }
+
+    /// Applies changes together at a moment on the wall clock (an OSC timetag, Unix seconds): the
+    /// plan takes over at the JACK frame of that moment, sample-accurately. The changes are checked
+    /// now against the current state (a refusal throws); `completion` gets the outcome when they
+    /// apply. Moments in the past, or more than `schedulingHorizon` seconds ahead, apply at once.
+    public func perform(_ changes: [Change], atUnixTime time: Double,
+                        completion: @escaping @Sendable (Result<[PolicyEffect], RouterError>) -> Void) throws(RouterError) {
+        try onQueue { () throws(RouterError) in
+            guard !stopped else { throw .stopped }
+            let delay = time - Date().timeIntervalSince1970
+            guard delay.isFinite, delay > 0, delay <= Router.schedulingHorizon else {
+                logger.notice("bundle timetag is \(delay > 0 ? "more than \(Int(Router.schedulingHorizon)) s ahead" : "in the past") (\(String(format: "%+.3f", delay)) s); applying it now")
+                completion(.success(try performOnQueue(changes)))
+                return
+            }
+            var trial = policy
+            for (index, change) in changes.enumerated() {
+                do throws(PolicyError) { _ = try trial.apply(change.event) } catch {
+                    throw changes.count == 1 ? .policy(error) : .batch(index: index, error)
+                }
+            }
+            let frame = client.frameTime(atMicroseconds: client.microseconds &+ UInt64(delay * 1_000_000))
+            let entry = ScheduledChanges(changes: changes, frame: frame, completion: completion)
+            let position = scheduled.firstIndex { Int32(bitPattern: $0.frame &- frame) > 0 } ?? scheduled.count
+            scheduled.insert(entry, at: position)
+        }
+    }
+
+    /// How far ahead a timetag may schedule changes, in seconds.
+    public static let schedulingHorizon = 60.0
+
+    /// The JACK frame a moment on the wall clock (Unix seconds) falls on, for tests and tools.
+    public func frameTime(atUnixTime time: Double) -> UInt32 {
+        queue.sync {
+            let delay = time - Date().timeIntervalSince1970
+            return client.frameTime(atMicroseconds: UInt64(max(0, Double(client.microseconds) + delay * 1_000_000)))
+        }
+    }
+
+    /// Applies the scheduled changes due within the next few periods, each in a plan that starts
+    /// at its frame. The lead covers the housekeeping interval and the hand-over to the audio thread.
+    private func runDueSchedules() {
+        guard !scheduled.isEmpty else { return }
+        let now = client.frameTime
+        let lead = Int32(3 * bufferSize + sampleRate / 25)
+        while let first = scheduled.first, Int32(bitPattern: first.frame &- now) <= lead {
+            scheduled.removeFirst()
+            let late = Int32(bitPattern: first.frame &- now) <= 0
+            do throws(RouterError) {
+                first.completion(.success(try performOnQueue(first.changes, startFrame: late ? nil : first.frame)))
+            } catch {
+                logger.error("a scheduled change was refused when it came due: \(error)")
+                first.completion(.failure(error))
+            }
+        }
     }
 
     /// Registers an app at run time (or reconfigures it) with its own input ports.
@@ -427,7 +526,7 @@ public final class Router: @unchecked Sendable {
             throw .policy(PolicyError(.badArgument, "channel count: expected 1 to \(Session.maximumChannels), got \(channels)"))
         }
         return try onQueue { () throws(RouterError) in
-            try performOnQueue(.register(configuration), newAppChannels: channels, connect: connect)
+            try performOnQueue([Change(.register(configuration), channelCount: channels)], connect: connect)
         }
     }
 
@@ -449,28 +548,49 @@ public final class Router: @unchecked Sendable {
     /// The policy's state: apps' sessions, silent switch, volumes, interruptions, ducking.
     public var policyState: PolicyState { queue.sync { policy.state } }
 
-    private func performOnQueue(_ event: PolicyEvent, newAppChannels: Int? = nil,
-                                connect: [PortPattern] = []) throws(RouterError) -> [PolicyEffect] {
+    private func performOnQueue(_ changes: [Change], connect: [PortPattern] = [],
+                                startFrame: UInt32? = nil) throws(RouterError) -> [PolicyEffect] {
         guard !stopped else { throw .stopped }
         var next = policy
-        let effects: [PolicyEffect]
-        do throws(PolicyError) { effects = try next.apply(event) } catch { throw .policy(error) }
-        // Ports first: if JACK refuses them, the policy keeps its old state.
-        for case let .appAdded(configuration) in effects {
-            do {
-                try addApp(configuration.name, channelCount: newAppChannels ?? defaultChannelCount, connect: connect)
-            } catch let error as JackError {
-                throw .jack(error)
-            } catch let error as RouterError {
-                throw error
-            } catch {
-                throw .capacity("\(error)")
+        var effects: [PolicyEffect] = []
+        var additions: [(name: String, channels: Int)] = []
+        for (index, change) in changes.enumerated() {
+            let applied: [PolicyEffect]
+            do throws(PolicyError) { applied = try next.apply(change.event) } catch {
+                throw changes.count == 1 ? .policy(error) : .batch(index: index, error)
             }
-            connectSources(ofApp: apps.count - 1)
+            for case let .appAdded(configuration) in applied {
+                let channels = change.channelCount ?? defaultChannelCount
+                guard (1...Session.maximumChannels).contains(channels) else {
+                    let error = PolicyError(.badArgument, "channel count: expected 1 to \(Session.maximumChannels), got \(channels)")
+                    throw changes.count == 1 ? .policy(error) : .batch(index: index, error)
+                }
+                additions.append((configuration.name, channels))
+            }
+            effects += applied
         }
+        // Ports first: if JACK refuses them, the policy keeps its old state and no port stays.
+        let appsBefore = apps.count
+        for addition in additions {
+            do {
+                try addApp(addition.name, channelCount: addition.channels, connect: connect)
+            } catch {
+                for app in apps[appsBefore...] {
+                    for port in app.ports { client.unregister(port) }
+                    freeInputSlots.append(contentsOf: app.meterSlots)
+                }
+                apps.removeSubrange(appsBefore...)
+                switch error {
+                case let error as JackError: throw .jack(error)
+                case let error as RouterError: throw error
+                default: throw .capacity("\(error)")
+                }
+            }
+        }
+        for index in appsBefore..<apps.count { connectSources(ofApp: index) }
         policy = next
         for effect in effects { carryOut(effect) }
-        republish()
+        republish(startFrame: startFrame)
         return effects
     }
 
@@ -481,7 +601,7 @@ public final class Router: @unchecked Sendable {
         case let .appRemoved(name):
             guard let index = apps.firstIndex(where: { $0.name == name }) else { return }
             let app = apps.remove(at: index)
-            retiring.append(RetiringApp(ports: app.ports, meterSlots: app.meterSlots))
+            retiring.append(RetiringApp(name: app.name, ports: app.ports, meterSlots: app.meterSlots))
         case let .appGain(name, gain, milliseconds):
             guard let index = apps.firstIndex(where: { $0.name == name }) else { return }
             apps[index].gain = gain
@@ -490,6 +610,9 @@ public final class Router: @unchecked Sendable {
             guard let index = routes.firstIndex(where: { $0.name == route }) else { return }
             routes[index].gain = gain
             routes[index].pendingRamp = frames(milliseconds: milliseconds)
+        case let .currentRoute(name, milliseconds):
+            currentRoute = routes.firstIndex { $0.name == name }
+            for index in apps.indices { apps[index].pendingRamp = frames(milliseconds: milliseconds) }
         case let .notify(notification):
             onNotification(notification)
         case .save:
@@ -540,10 +663,12 @@ public final class Router: @unchecked Sendable {
                 },
                 routes: routes.map {
                     .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
+                          available: policy.state.availableRoutes.contains($0.name),
                           volume: Double(Decibels.sliderPosition(linear: $0.gain)),
                           gainDecibels: Double(Decibels.level($0.gain)),
                           peakDecibels: peaks($0.meterSlots, latestMeters?.outputPeaks))
                 },
+                currentRoute: currentRoute.map { routes[$0].name }, policy: policy.state,
                 silentSwitch: policy.state.silentSwitch, outsideInterruptions: policy.state.outsideInterruptions,
                 nowPlaying: policy.state.nowPlaying, saveRequests: saveRequests,
                 publishedPlan: publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,

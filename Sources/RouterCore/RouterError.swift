@@ -12,6 +12,8 @@ public enum RouterError: Error, Equatable, CustomStringConvertible {
     case capacity(String)
     /// The audio-session policy refused the event; its code is the OSC error code.
     case policy(PolicyError)
+    /// A change of a batch (an OSC bundle) was refused, so none of the batch applied.
+    case batch(index: Int, PolicyError)
     /// The router has stopped (the JACK server went away, or it was shut down).
     case stopped
 
@@ -23,6 +25,7 @@ public enum RouterError: Error, Equatable, CustomStringConvertible {
         case let .badValue(setting, value, expected): "\(setting): expected \(expected), got \(value)"
         case let .capacity(message): message
         case let .policy(error): error.message
+        case let .batch(index, error): "change \(index + 1) of the batch was refused, so none applied: \(error.message)"
         case .stopped: "the router has stopped"
         }
     }

@@ -1,3 +1,4 @@
+import Policy
 /// A snapshot of the router for people and tests: what exists, at what level, and how the audio
 /// thread is doing.
 public struct RouterStatus: Sendable, Equatable {
@@ -18,6 +19,8 @@ public struct RouterStatus: Sendable, Equatable {
         public var name: String
         public var ports: [String]
         public var destinations: [String]
+        /// Whether the route's device is there (the session's routes start available).
+        public var available: Bool
         public var volume: Double
         public var gainDecibels: Double
         public var peakDecibels: [Double]
@@ -30,6 +33,10 @@ public struct RouterStatus: Sendable, Equatable {
     public var rampMilliseconds: Double
     public var apps: [App]
     public var routes: [Route]
+    /// The route every app plays to (nil when none is available).
+    public var currentRoute: String?
+    /// The policy's whole state: sessions, configurations, volumes, ducking, routes.
+    public var policy: PolicyState
     public var silentSwitch: Bool
     /// Outside interruptions in progress, oldest first.
     public var outsideInterruptions: [String]

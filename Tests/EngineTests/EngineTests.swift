@@ -40,6 +40,28 @@ struct EngineTests {
         #expect(engine.adoptedPlanGeneration == 1)
     }
 
+    @Test("a plan scheduled for a frame takes over on exactly that sample, in this cycle or a later one; plans behind it wait")
+    func scheduledPlan() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(64, 1), out = buffers.make(64)
+        try engine.publish(plan(inputs: [a], output: out, gains: [0.5]))
+        engine.runCycle(frames: 64)                      // frames 0..<64 at 0.5
+        var scheduled = plan(inputs: [a], output: out, gains: [0.25])
+        scheduled.startFrame = 64 + 64 + 10             // sample 10 of the cycle after next
+        try engine.publish(scheduled)
+        try engine.publish(plan(inputs: [a], output: out, gains: [0.125]))
+        engine.runCycle(frames: 64)
+        #expect((0..<64).allSatisfy { out[$0] == 0.5 }, "not yet")
+        #expect(engine.adoptedPlanGeneration == 1)
+        engine.runCycle(frames: 64)
+        #expect((0..<10).allSatisfy { out[$0] == 0.5 })
+        // The scheduled plan starts at sample 10; the plan behind it was due at once, so it
+        // follows in the same sample.
+        #expect((10..<64).allSatisfy { out[$0] == 0.125 })
+        #expect(engine.adoptedPlanGeneration == 3)
+    }
+
     @Test("replaced plans come back to the control thread and are freed there")
     func plansAreRetired() throws {
         let engine = Engine(portBuffer: Self.directBuffers)

@@ -22,6 +22,10 @@ struct EngineCore: ~Copyable {
     let silence: UnsafeMutablePointer<Float>      // maxFrames zeros, never written after setup
     let configuration: Engine.Configuration
 
+    /// The frame clock (JACK's `jack_last_frame_time`) and its argument; nil: count processed frames.
+    var frameClock: FrameClockFunction?
+    var frameClockArgument: UnsafeMutableRawPointer?
+
     var plan: UnsafeMutablePointer<MixPlan>?      // audio thread
     var meter: UnsafeMutablePointer<MeterBlock>?  // audio thread
 
@@ -56,6 +60,9 @@ struct EngineCore: ~Copyable {
     }
 }
 
+/// `jack_last_frame_time`'s shape: the frame time at the start of the current cycle.
+public typealias FrameClockFunction = @convention(c) (UnsafeMutableRawPointer?) -> UInt32
+
 /// `jack_port_get_buffer`'s shape, so the engine can fetch buffers without importing JACK.
 public typealias PortBufferFunction = @convention(c) (UnsafeMutableRawPointer?, UInt32) -> UnsafeMutableRawPointer?
 
@@ -67,29 +74,53 @@ public let engineProcessCallback: @convention(c) (UInt32, UnsafeMutableRawPointe
 }
 
 /// One process cycle. Real-time: no allocation, no locks, no retain/release, no I/O.
+///
+/// A plan scheduled for a frame inside this cycle splits it: the frames before it are mixed with
+/// the old plan, the rest with the new one, so a scheduled change lands on its exact sample.
 @_noLocks
 func engineProcess(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
-    adoptNewPlans(core)
-    guard let plan = core.pointee.plan else { return }
+    let cycleStart: UInt32
+    if let clock = core.pointee.frameClock {
+        let argument = core.pointee.frameClockArgument
+        cycleStart = _unsafePerformance { clock(argument) }
+    } else {
+        cycleStart = UInt32(truncatingIfNeeded: core.pointee.processedFrames.load(ordering: .relaxed))
+    }
     if frames > core.pointee.configuration.maxFrames {
         // JACK never exceeds 8192 frames; if it ever did, silence beats reading past the scratch.
-        silenceOutputs(core, plan: plan, frames: frames)
+        _ = adoptNewPlans(core, at: cycleStart &+ UInt32(truncatingIfNeeded: frames), remaining: 0)
+        if let plan = core.pointee.plan { silenceOutputs(core, plan: plan, frames: frames) }
         _ = core.pointee.oversizedCycles.add(1, ordering: .relaxed)
         return
     }
     takeMeterBlockIfNeeded(core)
-    readInputs(core, plan: plan, frames: frames)
-    mixOutputs(core, plan: plan, frames: frames)
+    var done = 0
+    while done < frames {
+        let span = adoptNewPlans(core, at: cycleStart &+ UInt32(truncatingIfNeeded: done), remaining: frames - done)
+        if let plan = core.pointee.plan {
+            readInputs(core, plan: plan, offset: done, frames: span)
+            mixOutputs(core, plan: plan, offset: done, frames: span)
+        }
+        done &+= span
+    }
     finishCycle(core, frames: frames)
 }
 
-/// Takes every plan the control thread has queued, applying each one's resets and targets in order,
-/// and hands each replaced plan back. A plan is taken only while the outbox has room for the one
-/// it replaces, so nothing is ever dropped or freed here.
+/// Takes every plan the control thread has queued that is due at frame `now`, applying each one's
+/// resets and targets in order, and hands each replaced plan back. Returns how many of the
+/// `remaining` frames to mix before the next scheduled plan is due (all of them when none is).
+/// A plan is taken only while the outbox has room for the one it replaces, so nothing is ever
+/// dropped or freed here.
 @_noLocks
-private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>) {
-    while core.pointee.outbox.hasRoom(), let bits = core.pointee.inbox.pop() {
+private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>, at now: UInt32, remaining: Int) -> Int {
+    while core.pointee.outbox.hasRoom(), let bits = core.pointee.inbox.peek() {
         let next = UnsafeMutablePointer<MixPlan>(bitPattern: bits)!
+        if next.pointee.isScheduled {
+            // Frame times wrap at 2^32; the signed distance says which side of `now` it is on.
+            let wait = Int(Int32(bitPattern: next.pointee.startFrame &- now))
+            if wait > 0 { return min(wait, remaining) }
+        }
+        _ = core.pointee.inbox.pop()
         if let old = core.pointee.plan {
             _ = core.pointee.outbox.push(UInt(bitPattern: old))
         }
@@ -108,6 +139,7 @@ private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>) {
         }
         core.pointee.adoptedGeneration.store(next.pointee.generation, ordering: .releasing)
     }
+    return remaining
 }
 
 @_noLocks
@@ -122,7 +154,7 @@ private func buffer(_ core: UnsafeMutablePointer<EngineCore>, _ port: UnsafeMuta
 /// silence, when the scratch buffers are used up) for any buffer holding NaN or infinity.
 @_noLocks
 private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
-                        frames: Int) {
+                        offset: Int, frames: Int) {
     let maxFrames = core.pointee.configuration.maxFrames
     let scratchCount = core.pointee.configuration.sanitiseScratchBuffers
     var scratchUsed = 0
@@ -131,7 +163,7 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
         let input = plan.pointee.inputs[i]
         var source = UnsafePointer(core.pointee.silence)
         var peak: Float = 0
-        if let buffer = buffer(core, input.port, frames: frames) {
+        if let buffer = buffer(core, input.port, frames: offset &+ frames).map({ $0 + offset }) {
             if let finitePeak = SignalGuard.peakIfFinite(buffer, frames: frames) {
                 source = UnsafePointer(buffer)
                 peak = finitePeak
@@ -156,12 +188,12 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
 
 @_noLocks
 private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
-                        frames: Int) {
+                        offset: Int, frames: Int) {
     var o = 0
     while o < plan.pointee.outputCount {
         let output = plan.pointee.outputs[o]
         o &+= 1
-        guard let out = buffer(core, output.port, frames: frames) else { continue }
+        guard let out = buffer(core, output.port, frames: offset &+ frames).map({ $0 + offset }) else { continue }
         MixKernel.vectorised(output: out,
                              inputs: UnsafePointer(core.pointee.inputBuffers),
                              contributions: plan.pointee.contributions + Int(output.firstContribution),

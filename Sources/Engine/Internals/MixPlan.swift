@@ -18,6 +18,8 @@ struct MixPlan {
     }
 
     var generation: UInt64
+    var isScheduled: Bool
+    var startFrame: UInt32
     var inputCount: Int
     var inputs: UnsafeMutablePointer<Input>
     var outputCount: Int
@@ -84,6 +86,7 @@ struct MixPlan {
         for (r, slot) in description.resetSlots.enumerated() { (resets + r).initialize(to: slot) }
 
         plan.initialize(to: MixPlan(generation: generation,
+                                    isScheduled: description.startFrame != nil, startFrame: description.startFrame ?? 0,
                                     inputCount: description.inputs.count, inputs: inputs,
                                     outputCount: description.outputs.count, outputs: outputs,
                                     contributionCount: contributionCount, contributions: contributions,

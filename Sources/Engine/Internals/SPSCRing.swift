@@ -52,6 +52,15 @@ public struct SPSCRing: ~Copyable {
         return value
     }
 
+    /// Consumer side: the oldest value without removing it; nil when the ring is empty.
+    @_noLocks
+    public func peek() -> UInt? {
+        let h = head.load(ordering: .relaxed)
+        let t = tail.load(ordering: .acquiring)
+        if h == t { return nil }
+        return slots[h & mask]
+    }
+
     /// Frees the storage. Call only when neither side will use the ring again.
     public func deallocate() {
         slots.deallocate()
