@@ -24,6 +24,7 @@ run: release
 
 ## Every test: unit tests, and integration tests against private jackd servers.
 test: deps
+	@scripts/install-python-deps.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
 

@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "duckrouter", targets: ["duckrouter"]),
+        .executable(name: "duckctl", targets: ["duckctl"]),
         .executable(name: "duckbench", targets: ["duckbench"]),
     ],
     dependencies: [
@@ -31,6 +32,14 @@ let package = Package(
         .target(name: "JackHost", dependencies: ["CJack", "Engine"]),
         // The rules of audio sessions: pure Swift, no C, no I/O, no clock; events in, effects out.
         .target(name: "Policy"),
+        // OSC packets and sockets: liblo decodes and encodes, our sockets carry. The only
+        // importer of CLiblo.
+        .target(name: "OSCTransport", dependencies: ["CLiblo"]),
+        // The OSC address space (DESIGN.md §3): commands, access control, replies, notifications.
+        .target(name: "OSCControl", dependencies: [
+            "OSCTransport", "Policy", "RouterCore", "SessionStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // Session files: loading and validation.
         .target(name: "SessionStore", dependencies: ["Policy"]),
         // The control thread: turns the session and runtime changes into mix plans.
@@ -40,9 +49,14 @@ let package = Package(
         ]),
 
         .executableTarget(name: "duckrouter", dependencies: [
-            "RouterCore", "SessionStore", "JackHost",
+            "RouterCore", "SessionStore", "JackHost", "OSCControl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+        ]),
+        // A command-line OSC client for people: duckctl state, duckctl activate nav, duckctl watch.
+        .executableTarget(name: "duckctl", dependencies: [
+            "OSCTransport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "duckbench", dependencies: [
             "Engine", "CMixReference",
@@ -58,8 +72,9 @@ let package = Package(
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
+        .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter",
-        ]),
+            "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport",
+        ], exclude: ["Resources"]),
     ]
 )

@@ -20,7 +20,9 @@ public struct Session: Equatable, Sendable {
     public struct OSCSettings: Equatable, Sendable {
         public var port: Int = 9951
         public var bind: String = "127.0.0.1"
-        public var allow: [String] = ["127.0.0.1/32"]
+        /// Who may send OSC at all: address ranges (default: this machine only).
+        public var allow: [String] = ["127.0.0.1/32", "::1/128"]
+        /// Control surfaces that may also control apps registered by others.
         public var admin: [String] = []
         public init() {}
     }

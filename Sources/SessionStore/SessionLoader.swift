@@ -91,9 +91,23 @@ private struct Validator {
         guard let fields = object(value, "osc", allowed: ["port", "bind", "allow", "admin"]) else { return settings }
         if let v = fields["port"], let port = integer(v, "osc.port", in: 1...65535) { settings.port = port }
         if let v = fields["bind"], let bind = string(v, "osc.bind") { settings.bind = bind }
-        if let v = fields["allow"] { settings.allow = strings(v, "osc.allow") }
-        if let v = fields["admin"] { settings.admin = strings(v, "osc.admin") }
+        if let v = fields["allow"] { settings.allow = ranges(v, "osc.allow", ports: false) }
+        if let v = fields["admin"] { settings.admin = ranges(v, "osc.admin", ports: true) }
         return settings
+    }
+
+    /// A list of address ranges (`osc.allow` takes no ports; `osc.admin` may name one).
+    mutating func ranges(_ value: JSONValue, _ path: String, ports: Bool) -> [String] {
+        let items = strings(value, path)
+        for (i, item) in items.enumerated() {
+            switch NetworkRange.parse(item) {
+            case let .success(range) where range.port != nil && !ports:
+                fail("\(path)[\(i)]", "expected an address or range without a port (such as 10.0.0.0/24), got '\(item)'")
+            case .success: break
+            case let .failure(error): fail("\(path)[\(i)]", error.description)
+            }
+        }
+        return items
     }
 
     mutating func routes(_ value: JSONValue) -> [Session.Route] {

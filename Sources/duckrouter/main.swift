@@ -3,14 +3,16 @@ import Dispatch
 import Foundation
 import JackHost
 import Logging
+import OSCControl
 import RouterCore
 import SessionStore
 import Synchronization
 
 /// The daemon: loads a session, runs the router until SIGINT or SIGTERM.
 ///
-/// Exit codes: 0 after a clean stop, 1 when JACK is unavailable or goes away, 2 when the session
-/// file is unreadable or invalid, 64 for bad command-line arguments.
+/// Exit codes: 0 after a clean stop, 1 when JACK is unavailable or goes away or the OSC port
+/// cannot be opened, 2 when the session file is unreadable or invalid, 64 for bad command-line
+/// arguments.
 struct DuckRouterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "duckrouter",
@@ -33,12 +35,21 @@ struct DuckRouterCommand: ParsableCommand {
     @Option(name: .customLong("ramp"), help: "Gain ramp time in milliseconds for every level change (default: the session's 'ramp', else 20).")
     var rampMilliseconds: Double?
 
+    @Option(name: .customLong("osc-port"), help: "UDP and TCP port for OSC control (default: the session's osc.port, else 9951).")
+    var oscPort: Int?
+
+    @Option(name: .customLong("osc-bind"), help: "Address to listen on for OSC (default: the session's osc.bind, else 127.0.0.1; 0.0.0.0 for every interface).")
+    var oscBind: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
     func validate() throws {
         if let rampMilliseconds, !(rampMilliseconds.isFinite && (1...5000).contains(rampMilliseconds)) {
             throw ValidationError("--ramp expects milliseconds from 1 to 5000, got \(rampMilliseconds)")
+        }
+        if let oscPort, !(1...65535).contains(oscPort) {
+            throw ValidationError("--osc-port expects a port from 1 to 65535, got \(oscPort)")
         }
     }
 
@@ -69,6 +80,15 @@ struct DuckRouterCommand: ParsableCommand {
         var configuration = Router.Configuration(session: loaded, server: server)
         configuration.clientName = clientName
         configuration.rampMilliseconds = rampMilliseconds
+        let relay = NotificationRelay()
+        configuration.onNotification = { relay.send($0) }
+        let oscConfiguration: ControlServer.Configuration
+        do {
+            oscConfiguration = try ControlServer.Configuration(session: loaded.osc, port: oscPort, bind: oscBind)
+        } catch {
+            printError("duckrouter: \(session): \(error)")
+            throw ExitCode(2)
+        }
 
         // Signals are taken by dispatch sources, so the default handlers must not kill us first.
         signal(SIGINT, SIG_IGN)
@@ -87,10 +107,22 @@ struct DuckRouterCommand: ParsableCommand {
 
         connected.store(true, ordering: .relaxed)
 
+        let control: ControlServer
+        do {
+            control = try ControlServer(configuration: oscConfiguration, router: router, relay: relay,
+                                        logger: Logger(label: "duckrouter.osc"))
+        } catch {
+            printError("duckrouter: \(error)")
+            router.stop()
+            throw ExitCode(1)
+        }
+        control.start()
+
         let signals = [SIGINT, SIGTERM].map { (number: Int32) -> DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler {
                 logger.info("stopping", metadata: ["signal": "\(number == SIGINT ? "SIGINT" : "SIGTERM")"])
+                control.stop()
                 router.stop()
                 Foundation.exit(0)
             }

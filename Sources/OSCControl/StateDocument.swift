@@ -1,0 +1,126 @@
+import Policy
+import RouterCore
+
+/// `/state`: the whole state as JSON (docs/OSC.md shows an example).
+///
+/// `settings` holds what a person or an app set (it changes only when someone changes something);
+/// `engine` holds what moves by itself (meters, counters), so tools can compare settings alone.
+/// Levels are in dB with silence as -144 (JSON has no infinity).
+struct StateDocument: Encodable {
+    struct App: Encodable {
+        var name: String
+        var category: String
+        var options: [String]
+        var mode: String
+        var remote: [String]
+        var resume: String
+        /// `inactive`, `active`, `ducked`, `interrupted` or `silenced`.
+        var state: String
+        var interruptedBy: String?
+        var volume: Double
+        var gainDb: Double
+        var ports: [String]
+        var owner: String?
+        var notify: String?
+    }
+
+    struct Route: Encodable {
+        var name: String
+        var ports: [String]
+        var destinations: [String]
+        var available: Bool
+        var volume: Double
+        var gainDb: Double
+    }
+
+    struct Ducking: Encodable {
+        struct Rule: Encodable {
+            var ducker: String
+            var ducked: String
+            var level: Double
+            var attack: Double?
+            var release: Double?
+        }
+        var level: Double
+        var attack: Double
+        var release: Double
+        var rules: [Rule]
+    }
+
+    struct Settings: Encodable {
+        var client: String
+        var server: String
+        var sampleRate: Int
+        var period: Int
+        var ramp: Double
+        var silent: Bool
+        var route: String?
+        var selectedRoute: String?
+        var routes: [Route]
+        var apps: [App]
+        var ducking: Ducking
+        var interruptions: [String]
+        var nowPlaying: String?
+        var subscribers: [String]
+        var meterSubscribers: [String]
+    }
+
+    struct Meters: Encodable {
+        var apps: [String: [Double]]
+        var routes: [String: [Double]]
+    }
+
+    struct EngineCounters: Encodable {
+        var jack: String
+        var cycles: UInt64
+        var xruns: Int
+        var publishedPlan: UInt64
+        var adoptedPlan: UInt64
+        var cells: Int
+        var nonFiniteInputBuffers: UInt64
+        var saveRequests: Int
+        var peaksDbfs: Meters
+    }
+
+    var settings: Settings
+    var engine: EngineCounters
+
+    init(_ status: RouterStatus, owners: [String: String], notify: [String: String], subscribers: [String],
+         meterSubscribers: [String]) {
+        let policy = status.policy
+        let apps = status.apps.map { app -> App in
+            let session = policy.app(app.name)
+            let configuration = session?.configuration ?? AppConfiguration(name: app.name)
+            var interruptedBy: String?
+            if case let .interrupted(by)? = session?.activity {
+                switch by {
+                case let .app(name): interruptedBy = "app:\(name)"
+                case let .spokenAudio(name): interruptedBy = "spokenAudio:\(name)"
+                case let .outside(source): interruptedBy = "outside:\(source)"
+                }
+            }
+            return App(name: app.name, category: configuration.category.rawValue,
+                       options: configuration.options.map(\.rawValue).sorted(), mode: configuration.mode.rawValue,
+                       remote: configuration.remoteCommands.map(\.rawValue).sorted(), resume: configuration.resume.rawValue,
+                       state: app.state, interruptedBy: interruptedBy, volume: app.volume, gainDb: level(app.gainDecibels),
+                       ports: app.ports, owner: owners[app.name], notify: notify[app.name])
+        }
+        func level(_ dB: Double) -> Double { max(dB, Double(Decibels.floor)) }
+        let routes = status.routes.map {
+            Route(name: $0.name, ports: $0.ports, destinations: $0.destinations, available: $0.available,
+                  volume: $0.volume, gainDb: level($0.gainDecibels))
+        }
+        let ducking = Ducking(level: policy.ducking.level, attack: policy.ducking.attack, release: policy.ducking.release,
+                              rules: policy.ducking.rules.map { Ducking.Rule(ducker: $0.ducker, ducked: $0.ducked, level: $0.level, attack: $0.attack, release: $0.release) })
+        settings = Settings(client: status.client, server: status.server, sampleRate: status.sampleRate, period: status.bufferSize,
+                            ramp: status.rampMilliseconds, silent: status.silentSwitch, route: status.currentRoute,
+                            selectedRoute: policy.selectedRoute, routes: routes, apps: apps, ducking: ducking,
+                            interruptions: status.outsideInterruptions, nowPlaying: status.nowPlaying,
+                            subscribers: subscribers, meterSubscribers: meterSubscribers)
+        engine = EngineCounters(jack: "connected", cycles: status.cycles, xruns: status.xruns, publishedPlan: status.publishedPlan,
+                                adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
+                                saveRequests: status.saveRequests,
+                                peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),
+                                                  routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })))
+    }
+}

@@ -1,0 +1,138 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A simple blocking OSC client (for `duckctl` and tests): sends messages to one server and reads
+/// what comes back, over UDP or TCP (OSC 1.0 length-prefixed framing).
+public final class OSCClient {
+    public let url: OSCURL
+    private let fd: Int32
+    private let address: SocketAddress
+    private var input: [UInt8] = []
+
+    public init(_ url: OSCURL) throws(OSCServerError) {
+        guard let address = SocketAddress(host: url.host, port: url.port) else {
+            throw OSCServerError("cannot resolve '\(url.host)'")
+        }
+        self.url = url
+        self.address = address
+        let type = url.transport == .udp ? SOCK_DGRAM : SOCK_STREAM
+        fd = socket(address.family, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw OSCServerError("cannot create a socket: \(errorText())") }
+        if url.transport == .udp {
+            // Not connected: notifications come from the server's other sockets, and a connected
+            // UDP socket would discard them. Bound now so `localPort` is known before sending.
+            let any = SocketAddress(host: address.isIPv6 ? "::" : "0.0.0.0", port: 0)!
+            guard any.withSockaddr(family: address.family, { bind(fd, $0, $1) }) == 0 else {
+                let text = errorText()
+                close(fd)
+                throw OSCServerError("cannot bind a UDP socket: \(text)")
+            }
+            return
+        }
+        guard address.withSockaddr(family: address.family, { connect(fd, $0, $1) }) == 0 else {
+            let text = errorText()
+            close(fd)
+            throw OSCServerError("cannot reach \(url): \(text)")
+        }
+        if url.transport == .tcp { setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1) }
+    }
+
+    deinit { close(fd) }
+
+    /// The local port (where UDP replies and notifications arrive).
+    public var localPort: UInt16 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0)?.port ?? 0 } }
+    }
+
+    public func send(_ message: OSCMessage) throws(OSCServerError) {
+        try send(packet: OSCCodec.encode(message))
+    }
+
+    /// Sends raw bytes as one packet (a datagram, or a length-prefixed frame over TCP).
+    public func send(packet: [UInt8]) throws(OSCServerError) {
+        var bytes = packet
+        if url.transport == .tcp {
+            let n = UInt32(packet.count)
+            bytes = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { raw in
+                url.transport == .udp
+                    ? address.withSockaddr(family: address.family) { sendto(fd, raw.baseAddress, raw.count, 0, $0, $1) }
+                    : Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+            }
+            if sent < 0 {
+                if errno == EINTR { continue }
+                throw OSCServerError("cannot send to \(url): \(errorText())")
+            }
+            offset += sent
+        }
+    }
+
+    /// The next packet, or nil after `timeout` seconds. Packets that are not OSC are skipped.
+    public func receive(timeout: Double) throws(OSCServerError) -> OSCPacket? {
+        let deadline = Self.now() + timeout
+        while true {
+            if url.transport == .tcp, input.count >= 4 {
+                let size = Int(UInt32(input[0]) << 24 | UInt32(input[1]) << 16 | UInt32(input[2]) << 8 | UInt32(input[3]))
+                if input.count >= 4 + size {
+                    let packet = Array(input[4..<4 + size])
+                    input.removeFirst(4 + size)
+                    if let decoded = try? OSCCodec.decode(packet) { return decoded }
+                    continue
+                }
+            }
+            let left = deadline - Self.now()
+            if left <= 0 { return nil }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(min(left * 1000 + 1, 1_000_000)))
+            if ready <= 0 { continue }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw OSCServerError("cannot receive from \(url): \(errorText())")
+            }
+            if count == 0 && url.transport == .tcp { throw OSCServerError("\(url) closed the connection") }
+            if url.transport == .udp {
+                if let decoded = try? OSCCodec.decode(Array(buffer[0..<count])) { return decoded }
+            } else {
+                input.append(contentsOf: buffer[0..<count])
+            }
+        }
+    }
+
+    /// Messages, with bundles opened, until one matches `predicate` or `timeout` passes; every
+    /// message received on the way is passed to `seen`.
+    public func receive(timeout: Double, until predicate: (OSCMessage) -> Bool,
+                        seen: (OSCMessage) -> Void = { _ in }) throws(OSCServerError) -> OSCMessage? {
+        let deadline = Self.now() + timeout
+        while true {
+            let left = deadline - Self.now()
+            guard left > 0, let packet = try receive(timeout: left) else { return nil }
+            for message in Self.messages(in: packet) {
+                seen(message)
+                if predicate(message) { return message }
+            }
+        }
+    }
+
+    /// The messages of a packet, bundles opened in order.
+    public static func messages(in packet: OSCPacket) -> [OSCMessage] {
+        switch packet {
+        case let .message(message): [message]
+        case let .bundle(_, elements): elements.flatMap(messages(in:))
+        }
+    }
+
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,557 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// Why the OSC server could not start.
+public struct OSCServerError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// OSC over UDP and TCP on one port, bound to one address, run by one thread.
+///
+/// liblo 0.31's own servers always bind to every interface and send on blocking sockets, so the
+/// sockets are ours (bound where `bind` says, never blocking) and liblo decodes and encodes every
+/// packet (`OSCCodec`). Everything (receiving, handlers, replies, notifications, timers) runs on
+/// the server's thread; other threads hand it work with `execute` (a pipe wakes the thread).
+///
+/// TCP streams are framed as OSC 1.0 (a 32-bit big-endian length before each packet, liblo's
+/// default) or OSC 1.1 (SLIP, python-osc's default); the first byte of a connection tells which,
+/// and replies use the same framing.
+public final class OSCServer: @unchecked Sendable {
+    // @unchecked: all mutable state is touched only on the server thread, except `tasks` (a Mutex)
+    // and the wake-up pipe (written from any thread).
+
+    public struct Configuration: Sendable {
+        /// The address to listen on ("127.0.0.1", "0.0.0.0", "::", "::1").
+        public var bind = "127.0.0.1"
+        /// UDP and TCP port; 0 picks a free one (the same number for both).
+        public var port: UInt16 = 9951
+        public var maximumConnections = 64
+        /// The largest packet a TCP peer may send; a larger one closes its connection.
+        public var maximumStreamPacket = 1 << 20
+        /// Bytes a TCP peer may leave unread before sends to it fail (it is too slow).
+        public var maximumPendingOutput = 1 << 20
+        public init() {}
+    }
+
+    /// Where a packet came from; replies go back the same way.
+    public struct Peer: Hashable, Sendable, CustomStringConvertible {
+        public enum Transport: String, Sendable { case udp, tcp }
+        public var transport: Transport
+        public var address: SocketAddress
+        /// The TCP connection it arrived on (0 for UDP).
+        public var connection: Int
+
+        public var description: String {
+            transport == .udp ? "udp \(address)" : "tcp \(address) (connection \(connection))"
+        }
+
+        /// The URL notifications to this peer are sent to (UDP: its address; TCP: this connection).
+        public var url: String {
+            let host = address.isIPv6 ? "[\(address.host)]" : address.host
+            return "osc.\(transport.rawValue)://\(host):\(address.port)/"
+        }
+    }
+
+    /// A place notifications go: a UDP address (a connected socket, so an unreachable port is
+    /// reported), an outgoing TCP connection, or a peer's incoming TCP connection.
+    public final class Destination: @unchecked Sendable, CustomStringConvertible {
+        // Used on the server thread only.
+        enum Kind { case udp(Int32), connection(Int) }
+        let kind: Kind
+        public let url: String
+        init(kind: Kind, url: String) { self.kind = kind; self.url = url }
+        public var description: String { url }
+    }
+
+    public typealias Handler = (_ packet: [UInt8], _ from: Peer) -> Void
+
+    public let configuration: Configuration
+    /// The port bound (for UDP and TCP).
+    public let port: UInt16
+    private let udp: Int32
+    private let listener: Int32
+    private let wake: Int32
+    private let wakeWriter: Int32
+    private let tasks = Mutex<[@Sendable () -> Void]>([])
+    private var connections: [Int: Connection] = [:]
+    private var nextConnection = 1
+    private var thread: Thread?
+    private let running = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    private var handler: Handler = { _, _ in }
+    private var onClose: (Peer) -> Void = { _ in }
+    private var onTick: () -> Void = {}
+    private var tickMilliseconds: Int32 = 10
+    private var receiveBuffer = [UInt8](repeating: 0, count: 65_536)
+    /// Problems worth a log line, handed to whoever watches (the control layer logs them).
+    public var onProblem: (String) -> Void = { _ in }
+
+    public init(configuration: Configuration = Configuration()) throws(OSCServerError) {
+        self.configuration = configuration
+        guard let bindAddress = SocketAddress(host: configuration.bind, port: configuration.port) else {
+            throw OSCServerError("cannot listen on '\(configuration.bind)': not an address of this machine")
+        }
+        let family = bindAddress.family
+        var udpSocket: Int32 = -1
+        var tcpSocket: Int32 = -1
+        var bound: UInt16 = configuration.port
+        // With port 0 the kernel picks the UDP port; TCP must get the same number, so retry a few.
+        for attempt in 0..<20 {
+            udpSocket = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard udpSocket >= 0 else { throw OSCServerError("cannot create a UDP socket: \(errorText())") }
+            if family == AF_INET6 { setOption(udpSocket, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0) }
+            let wanted = SocketAddress(host: bindAddress.host, port: bound)!
+            guard wanted.withSockaddr(family: family, { bind(udpSocket, $0, $1) }) == 0 else {
+                let text = errorText()
+                Glibc.close(udpSocket)
+                throw OSCServerError("cannot listen for OSC on UDP \(wanted): \(text)")
+            }
+            bound = OSCServer.localPort(udpSocket)
+            tcpSocket = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard tcpSocket >= 0 else { Glibc.close(udpSocket); throw OSCServerError("cannot create a TCP socket: \(errorText())") }
+            setOption(tcpSocket, SOL_SOCKET, SO_REUSEADDR, 1)
+            if family == AF_INET6 { setOption(tcpSocket, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0) }
+            let tcpAddress = SocketAddress(host: bindAddress.host, port: bound)!
+            if tcpAddress.withSockaddr(family: family, { bind(tcpSocket, $0, $1) }) == 0, listen(tcpSocket, 16) == 0 {
+                break
+            }
+            let text = errorText()
+            Glibc.close(tcpSocket)
+            Glibc.close(udpSocket)
+            if configuration.port != 0 || attempt == 19 {
+                throw OSCServerError("cannot listen for OSC on TCP \(tcpAddress): \(text)")
+            }
+            bound = 0
+        }
+        udp = udpSocket
+        listener = tcpSocket
+        port = bound
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else {
+            Glibc.close(udpSocket)
+            Glibc.close(tcpSocket)
+            throw OSCServerError("cannot create the OSC thread's wake-up pipe: \(errorText())")
+        }
+        for end in pipeEnds { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK); _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        wake = pipeEnds[0]
+        wakeWriter = pipeEnds[1]
+        setOption(udp, SOL_SOCKET, SO_RCVBUF, 1 << 21)
+    }
+
+    deinit {
+        stop()
+        for connection in connections.values { Glibc.close(connection.fd) }
+        Glibc.close(udp)
+        Glibc.close(listener)
+        Glibc.close(wake)
+        Glibc.close(wakeWriter)
+    }
+
+    /// Starts the server thread. `handler` gets every packet; `onClose` every TCP peer that went
+    /// away; `onTick` runs every `tickMilliseconds` (timers: meters, schedules).
+    public func start(tickMilliseconds: Int = 10, onTick: @escaping () -> Void = {},
+                      onClose: @escaping (Peer) -> Void = { _ in }, handler: @escaping Handler) {
+        self.handler = handler
+        self.onClose = onClose
+        self.onTick = onTick
+        self.tickMilliseconds = Int32(max(1, tickMilliseconds))
+        running.store(true, ordering: .releasing)
+        let thread = Thread { [self] in
+            run()
+            finished.store(true, ordering: .releasing)
+        }
+        thread.name = "duckrouter.osc"
+        thread.qualityOfService = .userInitiated
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Stops the thread and waits for it. Safe to call twice.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        signalWake()
+        while !finished.load(ordering: .acquiring) { usleep(1000) }
+    }
+
+    /// Runs `work` on the server thread, soon. Callable from any thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        tasks.withLock { $0.append(work) }
+        signalWake()
+    }
+
+    private func signalWake() {
+        var one: UInt8 = 1
+        _ = write(wakeWriter, &one, 1)
+    }
+
+    // MARK: The loop
+
+    private func run() {
+        var nextTick = OSCServer.nowMilliseconds() + Int64(tickMilliseconds)
+        while running.load(ordering: .acquiring) {
+            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: udp, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+            let ids = Array(connections.keys)
+            for id in ids {
+                let c = connections[id]!
+                var events = Int16(POLLIN)
+                if c.connecting || !c.output.isEmpty { events |= Int16(POLLOUT) }
+                fds.append(pollfd(fd: c.fd, events: events, revents: 0))
+            }
+            let timeout = Int32(max(0, min(Int64(tickMilliseconds), nextTick - OSCServer.nowMilliseconds())))
+            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            if ready < 0 && errno != EINTR { onProblem("poll failed: \(errorText())") }
+            if fds[0].revents != 0 {
+                var drain = [UInt8](repeating: 0, count: 256)
+                while read(wake, &drain, drain.count) > 0 {}
+            }
+            runTasks()
+            if fds[1].revents != 0 { receiveDatagrams() }
+            if fds[2].revents != 0 { acceptConnections() }
+            for (k, id) in ids.enumerated() {
+                let revents = fds[3 + k].revents
+                if revents != 0, connections[id] != nil { service(id, revents: revents) }
+            }
+            runTasks()
+            let now = OSCServer.nowMilliseconds()
+            if now >= nextTick {
+                onTick()
+                nextTick = now + Int64(tickMilliseconds)
+            }
+        }
+    }
+
+    private func runTasks() {
+        let work = tasks.withLock { pending -> [@Sendable () -> Void] in
+            let taken = pending
+            pending.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for task in work { task() }
+    }
+
+    private func receiveDatagrams() {
+        // A bounded batch per wake-up, so TCP peers and timers are never starved by a UDP flood.
+        for _ in 0..<256 {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = receiveBuffer.withUnsafeMutableBytes { buffer in
+                withUnsafeMutablePointer(to: &storage) { pointer in
+                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(udp, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC), $0, &length)
+                    }
+                }
+            }
+            if count < 0 { return }
+            let address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) } }
+            guard let address else { continue }
+            if count > receiveBuffer.count {
+                onProblem("dropped a \(count)-byte datagram from \(address): larger than 64 KiB")
+                continue
+            }
+            handler(Array(receiveBuffer[0..<count]), Peer(transport: .udp, address: address, connection: 0))
+        }
+    }
+
+    private func acceptConnections() {
+        while true {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept(listener, $0, &length)
+                }
+            }
+            if fd < 0 { return }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) } }
+            guard let address, connections.count < configuration.maximumConnections else {
+                onProblem("refused a TCP connection\(address.map { " from \($0)" } ?? ""): \(configuration.maximumConnections) are open already")
+                Glibc.close(fd)
+                continue
+            }
+            setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            let id = nextConnection
+            nextConnection += 1
+            connections[id] = Connection(fd: fd, id: id, address: address, inbound: true)
+        }
+    }
+
+    private func service(_ id: Int, revents: Int16) {
+        guard let c = connections[id] else { return }
+        if c.connecting {
+            if revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 {
+                var error: Int32 = 0
+                var length = socklen_t(4)
+                getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &length)
+                if error != 0 {
+                    drop(id, reason: "could not connect: \(String(cString: strerror(error)))")
+                    return
+                }
+                c.connecting = false
+            } else {
+                return
+            }
+        }
+        if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(c.fd, &chunk, chunk.count)
+                if count > 0 {
+                    c.input.append(contentsOf: chunk[0..<count])
+                    if !c.inbound { c.input.removeAll() }   // outgoing links only carry our notifications
+                    if count < chunk.count { break }
+                } else if count == 0 {
+                    extractPackets(c)
+                    drop(id, reason: nil)
+                    return
+                } else {
+                    if errno == EAGAIN || errno == EINTR { break }
+                    drop(id, reason: "read failed: \(errorText())")
+                    return
+                }
+            }
+            extractPackets(c)
+            if connections[id] == nil { return }
+        }
+        if !c.output.isEmpty { flush(c) }
+    }
+
+    private func extractPackets(_ c: Connection) {
+        let peer = Peer(transport: .tcp, address: c.address, connection: c.id)
+        while true {
+            if c.framing == .unknown, let first = c.input.first {
+                c.framing = first == Connection.slipEnd ? .slip : .lengthPrefixed
+            }
+            switch c.framing {
+            case .unknown:
+                return
+            case .lengthPrefixed:
+                guard c.input.count >= 4 else { return }
+                let size = Int(UInt32(c.input[0]) << 24 | UInt32(c.input[1]) << 16 | UInt32(c.input[2]) << 8 | UInt32(c.input[3]))
+                guard size <= configuration.maximumStreamPacket else {
+                    onProblem("closed TCP \(c.address): it announced a \(size)-byte packet (the limit is \(configuration.maximumStreamPacket))")
+                    drop(c.id, reason: nil)
+                    return
+                }
+                guard c.input.count >= 4 + size else { return }
+                let packet = Array(c.input[4..<4 + size])
+                c.input.removeFirst(4 + size)
+                if size > 0 { handler(packet, peer) }
+            case .slip:
+                guard let end = c.input.dropFirst().firstIndex(of: Connection.slipEnd) else {
+                    if c.input.count > configuration.maximumStreamPacket * 2 + 2 {
+                        onProblem("closed TCP \(c.address): a SLIP packet longer than \(configuration.maximumStreamPacket) bytes")
+                        drop(c.id, reason: nil)
+                    }
+                    return
+                }
+                let frame = c.input[1..<end]
+                c.input.removeFirst(end)
+                if let packet = Connection.unslip(frame), !packet.isEmpty { handler(packet, peer) }
+            }
+            if connections[c.id] == nil { return }
+        }
+    }
+
+    private func drop(_ id: Int, reason: String?) {
+        guard let c = connections.removeValue(forKey: id) else { return }
+        Glibc.close(c.fd)
+        if let reason { onProblem("TCP \(c.address): \(reason)") }
+        if c.inbound { onClose(Peer(transport: .tcp, address: c.address, connection: c.id)) }
+    }
+
+    private func flush(_ c: Connection) {
+        while !c.output.isEmpty {
+            let sent = c.output.withUnsafeBytes { Glibc.send(c.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            if sent > 0 {
+                c.output.removeFirst(sent)
+            } else if sent < 0 && (errno == EAGAIN || errno == EINTR) {
+                return
+            } else {
+                drop(c.id, reason: "send failed: \(errorText())")
+                return
+            }
+        }
+    }
+
+    // MARK: Sending (server thread only)
+
+    /// Sends a packet to a peer (a reply). False when it could not be sent or queued.
+    @discardableResult
+    public func send(_ packet: [UInt8], to peer: Peer) -> Bool {
+        switch peer.transport {
+        case .udp:
+            let sent = packet.withUnsafeBytes { raw in
+                peer.address.withSockaddr(family: OSCServer.localFamily(udp)) { address, length in
+                    sendto(udp, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT), address, length)
+                }
+            }
+            return sent == packet.count
+        case .tcp:
+            return enqueue(packet, on: peer.connection)
+        }
+    }
+
+    private func enqueue(_ packet: [UInt8], on id: Int) -> Bool {
+        guard let c = connections[id], c.output.count + packet.count <= configuration.maximumPendingOutput else { return false }
+        c.output.append(contentsOf: c.frame(packet))
+        flush(c)
+        return connections[id] != nil
+    }
+
+    /// A destination for notifications: `url` (UDP or TCP), or a TCP peer's own connection.
+    public func destination(_ url: OSCURL) -> Destination? {
+        guard let address = SocketAddress(host: url.host, port: url.port) else { return nil }
+        switch url.transport {
+        case .udp:
+            let fd = socket(address.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            guard address.withSockaddr(family: address.family, { connect(fd, $0, $1) }) == 0 else { Glibc.close(fd); return nil }
+            return Destination(kind: .udp(fd), url: url.description)
+        case .tcp:
+            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            let result = address.withSockaddr(family: address.family) { connect(fd, $0, $1) }
+            guard result == 0 || errno == EINPROGRESS else { Glibc.close(fd); return nil }
+            setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            let id = nextConnection
+            nextConnection += 1
+            let c = Connection(fd: fd, id: id, address: address, inbound: false)
+            c.connecting = result != 0
+            c.framing = .lengthPrefixed
+            connections[id] = c
+            return Destination(kind: .connection(id), url: url.description)
+        }
+    }
+
+    /// The destination that is a TCP peer's own connection (notifications ride on it).
+    public func destination(_ peer: Peer) -> Destination {
+        switch peer.transport {
+        case .tcp: Destination(kind: .connection(peer.connection), url: peer.url)
+        case .udp: destination(OSCURL(transport: .udp, host: peer.address.host, port: peer.address.port))
+            ?? Destination(kind: .udp(-1), url: peer.url)
+        }
+    }
+
+    /// Sends a packet to a destination. False when it failed (unreachable, too slow, closed).
+    @discardableResult
+    public func send(_ packet: [UInt8], to destination: Destination) -> Bool {
+        switch destination.kind {
+        case let .udp(fd):
+            guard fd >= 0 else { return false }
+            return packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) } == packet.count
+        case let .connection(id):
+            return enqueue(packet, on: id)
+        }
+    }
+
+    /// Closes a destination's socket (an outgoing one; a peer's own connection stays open).
+    public func close(_ destination: Destination) {
+        switch destination.kind {
+        case let .udp(fd): if fd >= 0 { Glibc.close(fd) }
+        case let .connection(id): if let c = connections[id], !c.inbound { drop(id, reason: nil) }
+        }
+    }
+
+    /// Whether a TCP peer is still connected.
+    public func isConnected(_ peer: Peer) -> Bool { peer.transport == .udp || connections[peer.connection] != nil }
+
+    // MARK: Helpers
+
+    private static func nowMilliseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
+    }
+
+    private static func localPort(_ fd: Int32) -> UInt16 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0)?.port ?? 0 } }
+    }
+
+    private static func localFamily(_ fd: Int32) -> Int32 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int32(storage.ss_family)
+    }
+}
+
+func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
+    var v = value
+    setsockopt(fd, level, name, &v, socklen_t(4))
+}
+
+func errorText() -> String { String(cString: strerror(errno)) }
+
+/// One TCP connection and its buffers (server thread only).
+final class Connection {
+    enum Framing { case unknown, lengthPrefixed, slip }
+    static let slipEnd: UInt8 = 0xC0
+    static let slipEscape: UInt8 = 0xDB
+
+    let fd: Int32
+    let id: Int
+    let address: SocketAddress
+    let inbound: Bool
+    var framing: Framing = .unknown
+    var connecting = false
+    var input: [UInt8] = []
+    var output: [UInt8] = []
+
+    init(fd: Int32, id: Int, address: SocketAddress, inbound: Bool) {
+        self.fd = fd
+        self.id = id
+        self.address = address
+        self.inbound = inbound
+    }
+
+    func frame(_ packet: [UInt8]) -> [UInt8] {
+        switch framing {
+        case .slip:
+            var out: [UInt8] = [Connection.slipEnd]
+            for byte in packet {
+                switch byte {
+                case Connection.slipEnd: out += [Connection.slipEscape, 0xDC]
+                case Connection.slipEscape: out += [Connection.slipEscape, 0xDD]
+                default: out.append(byte)
+                }
+            }
+            out.append(Connection.slipEnd)
+            return out
+        case .lengthPrefixed, .unknown:
+            let n = UInt32(packet.count)
+            return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet
+        }
+    }
+
+    static func unslip(_ frame: ArraySlice<UInt8>) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(frame.count)
+        var escaped = false
+        for byte in frame {
+            if escaped {
+                switch byte {
+                case 0xDC: out.append(slipEnd)
+                case 0xDD: out.append(slipEscape)
+                default: return nil
+                }
+                escaped = false
+            } else if byte == slipEscape {
+                escaped = true
+            } else {
+                out.append(byte)
+            }
+        }
+        return escaped ? nil : out
+    }
+}

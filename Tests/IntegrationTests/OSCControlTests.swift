@@ -1,0 +1,273 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Policy
+import Testing
+
+/// Issue 4: the daemon driven over OSC by outside clients, with replies, notifications and the
+/// audio measured at the routes.
+@Suite("OSC control of the running daemon", .serialized)
+struct OSCControlTests {
+    static let tolerance: Float = 2e-3
+
+    @Test("liblo's oscsend and oscdump over UDP: subscribe, duck, volume, silent, interruption and resume, route select, remote")
+    func libloTools() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let dump = try OSCDump()
+        defer { dump.stop() }
+        rig.play(music: 0.5)
+        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance)
+        try oscsend(rig.port, "/subscribe", "s", "osc.udp://127.0.0.1:\(dump.port)/")
+        Thread.sleep(forTimeInterval: 0.2)
+
+        // A navigation prompt ducks the music by 14 dB; deactivating it releases the duck.
+        try oscsend(rig.port, "/app/nav/activate")
+        dump.expect("/duckrouter/app", "\"music\" \"ducked\"")
+        let ducked = rig.level(.speaker1, settle: 0.4)
+        #expect(abs(Decibels.level(ducked / 0.5) + 14) < 0.5, "music ducked to \(Decibels.level(ducked / 0.5)) dB")
+        try oscsend(rig.port, "/app/nav/deactivate", "i", "0")
+        dump.expect("/duckrouter/app", "\"music\" \"active\"")
+        #expect(abs(rig.level(.speaker1, settle: 0.8) - 0.5) < Self.tolerance)
+
+        // The system volume of the current route.
+        try oscsend(rig.port, "/system/volume", "f", "0.5")
+        dump.expect("/duckrouter/volume", "0.5", "\"speaker\"")
+        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(sliderPosition: 0.5)) < Self.tolerance)
+        try oscsend(rig.port, "/system/gain", "f", "0")
+        dump.expect("/duckrouter/volume", "1.0", "\"speaker\"")
+
+        // The silent switch silences the ambient game, not the music.
+        rig.play(music: 0, game: 0.25)
+        #expect(abs(rig.level(.speaker1) - 0.25) < Self.tolerance)
+        try oscsend(rig.port, "/system/silent", "T")
+        dump.expect("/duckrouter/silent", "1")
+        dump.expect("/duckrouter/app", "\"game\" \"silenced\"")
+        #expect(abs(rig.level(.speaker1)) < 1e-4)
+        try oscsend(rig.port, "/system/silent", "i", "0")
+        dump.expect("/duckrouter/silent", "0")
+
+        // A phone call interrupts everything; after it, the game resumes by itself (resume auto)
+        // and the music when it activates again.
+        rig.play(music: 0.5, game: 0)
+        try oscsend(rig.port, "/system/interruption/begin", "s", "phone")
+        dump.expect("/duckrouter/interruption", "\"music\" \"began\"")
+        #expect(abs(rig.level(.speaker1)) < 3e-5, "below -90 dBFS during the call")
+        dump.clear()
+        try oscsend(rig.port, "/system/interruption/end", "si", "phone", "1")
+        dump.expect("/duckrouter/interruption", "\"music\" \"ended\" 1")
+        dump.expect("/duckrouter/app", "\"game\" \"active\"")
+        try oscsend(rig.port, "/app/music/activate")
+        dump.expect("/duckrouter/app", "\"music\" \"active\"")
+        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance)
+
+        // A person selects the headphones: the music moves there.
+        try oscsend(rig.port, "/route/select", "s", "headphones")
+        dump.expect("/duckrouter/route", "\"override\" \"headphones\" \"speaker\"")
+        #expect(abs(rig.level(.phones1) - 0.5) < Self.tolerance)
+        #expect(abs(rig.level(.speaker1, settle: 0)) < 1e-4)
+        try oscsend(rig.port, "/route/select", "s", "speaker")
+        dump.expect("/duckrouter/route", "\"override\" \"speaker\" \"headphones\"")
+
+        // Remote commands go to the now-playing app (and to subscribers).
+        try oscsend(rig.port, "/remote/nextTrack")
+        dump.expect("/duckrouter/remote", "\"music\" \"nextTrack\"")
+        #expect(rig.daemon.isRunning)
+    }
+
+    @Test("python-osc: register, activate, volume, gain, queries, errors, unregister; replies and notifications to the app", arguments: ["udp", "tcp"])
+    func pythonClient(transport: String) throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        rig.play(extra: 0.5)
+        let py = try PythonOSC(transport, port: rig.port)
+
+        var lines = py.send("/app/register", ("s", "synth"), ("s", "playback"), ("s", "mixWithOthers"), ("s", ""), ("i", 2))
+        #expect(lines.answer?.path == "/reply" && lines.answer?.args == [.string("/app/register"), .string("synth")], "\(lines)")
+        try waitFor("synth's ports") { rig.recorder.client.portExists("duckrouter:synth_in_2") }
+        try rig.source.connect("source:extra_L", to: "duckrouter:synth_in_1")
+        try rig.source.connect("source:extra_R", to: "duckrouter:synth_in_2")
+        #expect(abs(rig.level(.speaker1)) < 1e-6, "a new app starts silent")
+
+        lines = py.send("/app/synth/activate")
+        lines += py.wait(0.3)
+        #expect(lines.contains("/reply", "/app/synth/activate"), "\(lines)")
+        #expect(lines.contains("/duckrouter/app", "synth", "active"), "the app hears about itself: \(lines)")
+        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance)
+
+        lines = py.send("/app/synth/volume", ("f", 0.5))
+        #expect(lines.answer?.args == [.string("/app/synth/volume"), .double(0.5)], "\(lines)")
+        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(sliderPosition: 0.5)) < Self.tolerance)
+        lines = py.send("/app/synth/gain", ("d", -6.0))
+        #expect(lines.answer?.path == "/reply")
+        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(-6)) < Self.tolerance)
+        #expect(py.send("/app/synth/gain").answer?.args == [.string("/app/synth/gain"), .double(-6)])
+        #expect(py.send("/app/synth/category").answer?.args == [.string("/app/synth/category"), .string("playback"), .string("mixWithOthers"), .string("default")])
+
+        // Wrong type, NaN, unknown app, unknown path: each answered with its code, nothing changes.
+        #expect(py.send("/app/synth/volume", ("s", "loud")).answer?.args.prefix(2) == [.string("/app/synth/volume"), .int(-2)])
+        #expect(py.send("/app/synth/volume", ("f", "nan")).answer?.args.prefix(2) == [.string("/app/synth/volume"), .int(-2)])
+        #expect(py.send("/app/nobody/activate").answer?.args.prefix(2) == [.string("/app/nobody/activate"), .int(-3)])
+        #expect(py.send("/route/select", ("s", "hdmi")).answer?.args.prefix(2) == [.string("/route/select"), .int(-4)])
+        #expect(py.send("/remote/seek").answer?.args.prefix(2) == [.string("/remote/seek"), .int(-2)])
+        #expect(py.send("/no/such/path").answer?.args.prefix(2) == [.string("/no/such/path"), .int(-7)])
+        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(-6)) < Self.tolerance)
+
+        // A non-mixable app refuses to be interrupted by... nothing: but playback without options
+        // interrupts the music, which hears about it at its subscriber.
+        lines = py.send("/subscribe")
+        #expect(lines.answer?.path == "/reply")
+        lines = py.send("/app/synth/category", ("s", "playback"))
+        lines += py.send("/app/synth/activate")
+        lines += py.wait(0.3)
+        #expect(lines.contains("/duckrouter/interruption", "music", "began"), "\(lines)")
+
+        lines = py.send("/app/synth/deactivate", ("i", 1))
+        lines += py.wait(0.3)
+        #expect(lines.contains("/duckrouter/interruption", "music", "ended", "1"), "\(lines)")
+        lines = py.send("/app/synth/unregister")
+        #expect(lines.answer?.path == "/reply")
+        try waitFor("synth's ports to go") { !rig.recorder.client.portExists("duckrouter:synth_in_1") }
+        #expect(rig.daemon.isRunning)
+    }
+
+    @Test("a bundle timed 500 ms ahead changes the output at its JACK frame (within one period), all of it in one plan")
+    func scheduledBundle() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        rig.play(music: 0.5, game: 0.25)
+        Thread.sleep(forTimeInterval: 0.2)
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        rig.recorder.startRecording()
+        Thread.sleep(forTimeInterval: 0.1)
+        let when = Date().timeIntervalSince1970 + 0.5
+        let expectedFrame = rig.recorder.client.frameTime(atMicroseconds: rig.recorder.client.microseconds + 500_000)
+        let drift = Date().timeIntervalSince1970 + 0.5 - when   // time spent between the two readings
+        try client.send(packet: OSCCodec.encodeBundle([
+            OSCMessage("/app/music/gain", [.float(-144)]),
+            OSCMessage("/app/game/gain", [.float(-144)]),
+        ], timetag: OSCTimetag(unixTime: when)))
+        let replies = [try client.receive(timeout: 2) { $0.path == "/reply" }, try client.receive(timeout: 2) { $0.path == "/reply" }]
+        #expect(replies.allSatisfy { $0 != nil }, "both messages are answered")
+        Thread.sleep(forTimeInterval: 0.6)
+        let take = rig.recorder.stopRecording()
+        let out = take.channels[OSCRig.Channel.speaker1.rawValue]
+        #expect(abs(out[0] - 0.75) < 1e-4)
+        let moved = try #require(out.firstIndex { abs($0 - 0.75) > 1e-4 }, "the output changes")
+        // Which frame that sample was: its cycle's frame time plus its place in the cycle.
+        let cycle = try #require(take.cycleStarts.last { $0.index <= moved })
+        let frame = cycle.frameTime &+ UInt32(moved - cycle.index)
+        let error = Int(Int32(bitPattern: frame &- expectedFrame)) - Int(drift * 48000)
+        #expect(abs(error) <= 256, "changed at frame \(frame), expected \(expectedFrame): \(error) frames off")
+        // Both apps moved in the same sample (one plan): the sum fades as one from 0.75.
+        #expect(abs(out[moved - 1] - 0.75) < 1e-4)
+        let end = try #require(out[moved...].firstIndex { abs($0) < 1e-6 })
+        #expect(end - moved <= 48000 * 25 / 1000, "faded out over the 20 ms ramp")
+    }
+
+    @Test("bad input: malformed packets, wrong types, missing arguments, NaN, 64 KiB strings, unknown paths and a storm of 10,000 random messages change nothing")
+    func badInput() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let before = try rig.settings()
+        let udp = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        // Not OSC at all: dropped (and logged), no answer possible.
+        for garbage: [UInt8] in [[], [0xff], Array("hello".utf8), Array("/abc\0\0\0\0,i\0\0".utf8), Array("#bundle\0\0\0\0\0\0\0\0\u{1}\0\0\0\u{ff}".utf8),
+                                 [UInt8](repeating: 0x2f, count: 4000)] {
+            try udp.send(packet: garbage)
+        }
+        let cases: [OSCMessage] = [
+            OSCMessage("/system/volume", [.string("x")]), OSCMessage("/system/volume", [.float(.infinity)]),
+            OSCMessage("/system/volume", [.double(.nan)]), OSCMessage("/system/volume", [.float(2)]),
+            OSCMessage("/system/silent", [.int32(7)]), OSCMessage("/system/interruption/begin"),
+            OSCMessage("/app/register", [.string("x")]), OSCMessage("/app/register", [.string("x"), .string("loud")]),
+            OSCMessage("/app/music/volume", [.float(0.5), .float(0.5)]), OSCMessage("/duck/level", [.float(3)]),
+            OSCMessage("/app/\(String(repeating: "a", count: 100))/activate"), OSCMessage("/app/*/activate"),
+            OSCMessage("/remote/fly"), OSCMessage("/route/x/available", [.int32(1)]),
+        ]
+        for message in cases {
+            try udp.send(message)
+            let answer = try udp.receive(timeout: 2) { $0.path == "/error" || $0.path == "/reply" }
+            #expect(answer?.path == "/error", "\(message) → \(String(describing: answer))")
+        }
+        // 64 KiB strings over TCP: refused with -2 or -7, the reply stays small.
+        let tcp = try OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: rig.port))
+        let huge = String(repeating: "x", count: 65_536)
+        for message in [OSCMessage("/app/register", [.string(huge), .string("playback")]), OSCMessage("/" + huge),
+                        OSCMessage("/system/interruption/begin", [.string(huge)])] {
+            try tcp.send(message)
+            let answer = try tcp.receive(timeout: 2) { $0.path == "/error" || $0.path == "/reply" }
+            #expect(answer?.path == "/error")
+            #expect(OSCCodec.encode(try #require(answer)).count < 4096)
+        }
+        // A storm of random bad messages over TCP (nothing lost): each gets an /error.
+        var generator = SystemRandomNumberGenerator()
+        let paths = ["/app/register", "/app/music/volume", "/app/music/activate", "/system/volume", "/system/silent",
+                     "/route/select", "/duck/level", "/remote/play", "/subscribe", "/state"]
+        let storm = 10_000
+        var sent = 0
+        var errors = 0
+        var replies = 0
+        while sent < storm {
+            for _ in 0..<200 {
+                let blob = OSCArgument.blob((0..<Int.random(in: 1...8, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                let message: OSCMessage = Bool.random(using: &generator)
+                    ? OSCMessage(paths.randomElement(using: &generator)!, [blob, .int32(.random(in: .min ... .max, using: &generator))])
+                    : OSCMessage("/x\(UInt32.random(in: 0 ... .max, using: &generator))", [.float(.random(in: -1e9...1e9, using: &generator))])
+                try tcp.send(message)
+                sent += 1
+            }
+            while errors + replies < sent, let packet = try tcp.receive(timeout: 2) {
+                for m in OSCClient.messages(in: packet) {
+                    if m.path == "/error" { errors += 1 } else if m.path == "/reply" { replies += 1 }
+                }
+            }
+        }
+        #expect(errors == storm && replies == 0, "\(errors) errors and \(replies) replies for \(storm) bad messages")
+        #expect(rig.daemon.isRunning)
+        let after = try rig.settings()
+        func text(_ object: [String: Any]) throws -> String {
+            String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        }
+        #expect(try text(before) == text(after), "the state is unchanged")
+    }
+
+    @Test("senders outside osc.allow are refused with -5 and change nothing")
+    func allowList() throws {
+        // IPv4 loopback is not allowed; IPv6 loopback is.
+        let rig = try OSCRig(osc: #", "bind": "::", "allow": ["::1/128"]"#)
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        let outsider = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        try outsider.send(OSCMessage("/app/music/gain", [.float(-40)]))
+        let refused = try outsider.receive(timeout: 2) { $0.path == "/error" || $0.path == "/reply" }
+        #expect(refused?.arguments.prefix(2) == [.string("/app/music/gain"), .int32(-5)], "\(String(describing: refused))")
+        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance, "nothing changed")
+        let insider = try OSCClient(OSCURL(transport: .tcp, host: "::1", port: rig.port))
+        #expect(try ask(insider, OSCMessage("/app/music/gain"))?.arguments == [.string("/app/music/gain"), .float(0)])
+    }
+
+    @Test("an app registered by one client cannot be controlled by another (-5), except from an osc.admin address")
+    func ownership() throws {
+        let rig = try OSCRig(osc: #", "bind": "::", "admin": ["::1"]"#)
+        defer { rig.close() }
+        let a = try OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: rig.port))
+        let b = try OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: rig.port))
+        let admin = try OSCClient(OSCURL(transport: .tcp, host: "::1", port: rig.port))
+        #expect(try ask(a, OSCMessage("/app/register", [.string("synth"), .string("ambient")]))?.path == "/reply")
+        #expect(try ask(a, OSCMessage("/app/synth/volume", [.float(0.5)]))?.path == "/reply")
+        let refused = try ask(b, OSCMessage("/app/synth/volume", [.float(1)]))
+        #expect(refused?.arguments.prefix(2) == [.string("/app/synth/volume"), .int32(-5)], "\(String(describing: refused))")
+        #expect(try ask(b, OSCMessage("/app/synth/unregister"))?.arguments.dropFirst().first == .int32(-5))
+        #expect(try ask(b, OSCMessage("/app/synth/volume"))?.arguments == [.string("/app/synth/volume"), .float(0.5)], "reading is allowed, and nothing changed")
+        #expect(try ask(b, OSCMessage("/app/music/volume", [.float(0.9)]))?.path == "/reply", "session apps belong to nobody")
+        #expect(try ask(admin, OSCMessage("/app/synth/volume", [.float(0.25)]))?.path == "/reply", "the admin may")
+        #expect(try ask(a, OSCMessage("/app/synth/volume"))?.arguments == [.string("/app/synth/volume"), .float(0.25)])
+    }
+}
+
+/// Sends a message and waits for its answer.
+func ask(_ client: OSCClient, _ message: OSCMessage) throws -> OSCMessage? {
+    try client.send(message)
+    return try client.receive(timeout: 2) { ($0.path == "/error" || $0.path == "/reply") && $0.arguments.first == .string(message.path) }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// The `duckrouter` daemon on a private jackd, driven over OSC by outside clients:
+///
+///     source:music_L/R, nav, game_L/R, extra_L/R ──▶ duckrouter (session below) ──▶ recorder:speaker_*, phones_*
+///
+/// music (playback, remote play/pause/nextTrack, active), nav (voicePrompt that ducks, mono),
+/// game (ambient, active). Routes: speaker (the fallback, current at start) and headphones.
+final class OSCRig {
+    let server: JackServer
+    let source: TestClient
+    let recorder: TestClient
+    let daemon: Process
+    let port: UInt16
+    let sessionFile: URL
+    private let stderrFile: URL
+
+    static let sourceOutputs = ["music_L", "music_R", "nav", "game_L", "game_R", "extra_L", "extra_R"]
+    enum Channel: Int { case speaker1, speaker2, phones1, phones2 }
+
+    static func session(port: UInt16, osc extra: String = "") -> String {
+        """
+        {
+          "routes": [
+            {"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]},
+            {"name": "headphones", "ports": ["recorder:phones_1", "recorder:phones_2"], "private": true}
+          ],
+          "apps": [
+            {"name": "music", "category": "playback", "remote": ["play", "pause", "nextTrack"],
+             "connect": ["source:music_[LR]"], "active": true},
+            {"name": "nav", "category": "playback", "options": ["duckOthers", "interruptSpokenAudioAndMixWithOthers"],
+             "mode": "voicePrompt", "channels": 1, "connect": ["source:nav"]},
+            {"name": "game", "category": "ambient", "connect": ["source:game_[LR]"], "active": true, "resume": "auto"}
+          ],
+          "osc": {"port": \(port)\(extra)}
+        }
+        """
+    }
+
+    init(osc extra: String = "") throws {
+        server = try JackServer(period: 256)
+        recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
+        source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
+        port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
+        sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-osc-\(getpid())-\(port).json")
+        try Self.session(port: port, osc: extra).write(to: sessionFile, atomically: true, encoding: .utf8)
+        stderrFile = sessionFile.appendingPathExtension("log")
+        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        daemon = Process()
+        daemon.executableURL = DaemonTests.binary
+        daemon.arguments = ["--server", server.name, sessionFile.path]
+        daemon.standardError = try FileHandle(forWritingTo: stderrFile)
+        daemon.standardOutput = FileHandle.nullDevice
+        try daemon.run()
+        try waitFor("the router's connections") {
+            recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
+                && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
+        }
+        try waitFor("OSC to answer") { (try? self.query("/route/select")) != nil }
+    }
+
+    deinit { close() }
+
+    func close() {
+        if daemon.isRunning {
+            daemon.terminate()
+            finish(daemon)
+        }
+        source.close()
+        recorder.close()
+        server.stop()
+        try? FileManager.default.removeItem(at: sessionFile)
+        try? FileManager.default.removeItem(at: stderrFile)
+    }
+
+    var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
+
+    /// Asks over the project's own client (for checks; the behaviour under test is driven by
+    /// liblo's tools and python-osc).
+    func query(_ path: String, _ arguments: [OSCArgument] = [], transport: OSCURL.Transport = .udp) throws -> OSCMessage? {
+        let client = try OSCClient(OSCURL(transport: transport, host: "127.0.0.1", port: port))
+        try client.send(OSCMessage(path, arguments))
+        return try client.receive(timeout: 1) { ($0.path == "/reply" || $0.path == "/error") && $0.arguments.first == .string(path) }
+    }
+
+    /// `/state`'s settings, as a JSON object.
+    func settings() throws -> [String: Any] {
+        let reply = try #require(try query("/state", transport: .tcp))
+        guard case let .string(json) = reply.arguments[1] else { throw Unexpected(description: "\(reply)") }
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        return try #require(object?["settings"] as? [String: Any])
+    }
+
+    /// Plays DC levels (music, game) and lets ramps settle.
+    func play(music: Float = 0, nav: Float = 0, game: Float = 0, extra: Float = 0) {
+        for (i, level) in [music, music, nav, game, game, extra, extra].enumerated() { source.setSignal([level], output: i) }
+    }
+
+    /// The level at a recorder input now: the mean of 50 ms, after `settle` seconds.
+    func level(_ channel: Channel, settle: Double = 0.15) -> Float {
+        Thread.sleep(forTimeInterval: settle)
+        let take = recorder.record(seconds: 0.05)
+        let samples = take.channels[channel.rawValue]
+        return samples.isEmpty ? .nan : samples.reduce(0, +) / Float(samples.count)
+    }
+}
+
+/// Waits for a process to exit (Foundation's `waitUntilExit` can hang inside a test on Linux).
+func finish(_ process: Process, timeout: Double = 10) {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+}
+
+struct Unexpected: Error, CustomStringConvertible { let description: String }
+
+/// liblo's `oscsend`, run once per message (each run has its own source port).
+func oscsend(_ port: UInt16, _ path: String, _ types: String = "", _ arguments: String...) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/oscsend")
+    process.arguments = ["osc.udp://127.0.0.1:\(port)", path] + (types.isEmpty ? [] : [types] + arguments)
+    try process.run()
+    finish(process)
+    #expect(process.terminationStatus == 0, "oscsend \(path)")
+}
+
+/// liblo's `oscdump`, listening on a port, collecting every line it prints.
+final class OSCDump: @unchecked Sendable {
+    let port: UInt16
+    private let process = Process()
+    private let output = Pipe()
+    private let lock = NSLock()
+    private var text = ""
+
+    init() throws {
+        port = UInt16(45000 + Int.random(in: 0..<10000))
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/oscdump")
+        process.arguments = ["-L", "\(port)"]
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            lock.withLock { text += String(decoding: data, as: UTF8.self) }
+        }
+        try process.run()
+        Thread.sleep(forTimeInterval: 0.2)
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        if process.isRunning { process.terminate(); finish(process) }
+        output.fileHandleForReading.readabilityHandler = nil
+    }
+
+    var lines: [String] { lock.withLock { text.split(separator: "\n").map(String.init) } }
+
+    /// Waits for a line containing every fragment; returns it.
+    @discardableResult
+    func expect(_ fragments: String..., timeout: Double = 2, sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+        var found: String?
+        try? waitFor(fragments.joined(separator: " "), timeout: timeout) {
+            found = lines.first { line in fragments.allSatisfy { line.contains($0) } }
+            return found != nil
+        }
+        #expect(found != nil, "oscdump never printed \(fragments); it printed:\n\(lines.suffix(20).joined(separator: "\n"))", sourceLocation: sourceLocation)
+        return found
+    }
+
+    func clear() { lock.withLock { text = "" } }
+}
+
+/// python-osc (a second OSC implementation) as a long-running client over UDP or TCP.
+final class PythonOSC {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var pending = Data()
+
+    struct Line: Decodable, Equatable {
+        let path: String
+        let args: [Value]
+    }
+
+    enum Value: Decodable, Equatable, CustomStringConvertible {
+        case int(Int), double(Double), string(String), bool(Bool)
+        init(from decoder: Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let v = try? c.decode(Int.self) { self = .int(v) } else if let v = try? c.decode(Double.self) { self = .double(v) }
+            else if let v = try? c.decode(Bool.self) { self = .bool(v) } else { self = .string(try c.decode(String.self)) }
+        }
+        /// Numbers compare by value (JSON does not say whether -6 was an int or a float).
+        static func == (a: Value, b: Value) -> Bool {
+            switch (a, b) {
+            case let (.int(x), .double(y)), let (.double(y), .int(x)): Double(x) == y
+            case let (.int(x), .int(y)): x == y
+            case let (.double(x), .double(y)): x == y
+            case let (.string(x), .string(y)): x == y
+            case let (.bool(x), .bool(y)): x == y
+            default: false
+            }
+        }
+
+        var description: String {
+            switch self {
+            case let .int(v): "\(v)"
+            case let .double(v): "\(v)"
+            case let .string(v): v
+            case let .bool(v): "\(v)"
+            }
+        }
+    }
+
+    init(_ transport: String, port: UInt16) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/osc_client.py")
+        process.arguments = ["python3", script.path, transport, "127.0.0.1", "\(port)"]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        finish(process)
+    }
+
+    private func readLine() -> Line? {
+        while true {
+            if let newline = pending.firstIndex(of: 10) {
+                let line = pending[..<newline]
+                pending = Data(pending[(newline + 1)...])
+                return try? JSONDecoder().decode(Line.self, from: line)
+            }
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { return nil }
+            pending.append(data)
+        }
+    }
+
+    /// Sends `[path, (type, value)…]` and returns every line up to its answer (the answer last).
+    func send(_ path: String, _ arguments: (String, Any)...) -> [Line] {
+        let request: [Any] = [path] + arguments.map { [$0.0, $0.1] }
+        let data = try! JSONSerialization.data(withJSONObject: request)
+        try? input.fileHandleForWriting.write(contentsOf: data + Data("\n".utf8))
+        var lines: [Line] = []
+        while let line = readLine() {
+            lines.append(line)
+            if ["/reply", "/error", "/timeout"].contains(line.path) && (line.args.first == .string(path) || line.path == "/timeout") { break }
+        }
+        return lines
+    }
+
+    /// Lines that arrive within `seconds`.
+    func wait(_ seconds: Double) -> [Line] {
+        try? input.fileHandleForWriting.write(contentsOf: Data("wait \(seconds)\n".utf8))
+        var lines: [Line] = []
+        while let line = readLine(), line.path != "/waited" { lines.append(line) }
+        return lines
+    }
+}
+
+extension Array where Element == PythonOSC.Line {
+    var answer: PythonOSC.Line? { last }
+    func contains(_ path: String, _ values: String...) -> Bool {
+        contains { line in line.path == path && values.enumerated().allSatisfy { i, v in i < line.args.count && line.args[i].description == v } }
+    }
+}
