@@ -91,8 +91,21 @@ struct DuckRouterCommand: ParsableCommand {
         }
 
         // Signals are taken by dispatch sources, so the default handlers must not kill us first.
+        // The sources exist before the router does: a signal that comes while it starts is kept
+        // and handled once the main queue runs (what has started by then is stopped).
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
+        let stopping = Mutex<@Sendable () -> Void>({})
+        let signals = [SIGINT, SIGTERM].map { (number: Int32) -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler {
+                logger.info("stopping", metadata: ["signal": "\(number == SIGINT ? "SIGINT" : "SIGTERM")"])
+                stopping.withLock { $0 }()
+                Foundation.exit(0)
+            }
+            source.resume()
+            return source
+        }
 
         let router: Router
         do {
@@ -118,17 +131,7 @@ struct DuckRouterCommand: ParsableCommand {
         }
         control.start()
 
-        let signals = [SIGINT, SIGTERM].map { (number: Int32) -> DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler {
-                logger.info("stopping", metadata: ["signal": "\(number == SIGINT ? "SIGINT" : "SIGTERM")"])
-                control.stop()
-                router.stop()
-                Foundation.exit(0)
-            }
-            source.resume()
-            return source
-        }
+        stopping.withLock { $0 = { control.stop(); router.stop() } }
         withExtendedLifetime(signals) { dispatchMain() }
     }
 }
