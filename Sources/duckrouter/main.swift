@@ -90,22 +90,29 @@ struct DuckRouterCommand: ParsableCommand {
             throw ExitCode(2)
         }
 
-        // Signals are taken by dispatch sources, so the default handlers must not kill us first.
-        // The sources exist before the router does: a signal that comes while it starts is kept
-        // and handled once the main queue runs (what has started by then is stopped).
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let stopping = Mutex<@Sendable () -> Void>({})
-        let signals = [SIGINT, SIGTERM].map { (number: Int32) -> DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler {
-                logger.info("stopping", metadata: ["signal": "\(number == SIGINT ? "SIGINT" : "SIGTERM")"])
-                stopping.withLock { $0 }()
-                Foundation.exit(0)
+        // SIGINT and SIGTERM are blocked in every thread (see the end of this file) and taken by
+        // one thread with sigwait from before the router starts; the main thread stops everything
+        // once start-up is over, so a signal that comes while it starts is kept, not lost. A
+        // second signal exits at once (a stop that hangs must not need kill -9).
+        let stopRequested = DispatchSemaphore(value: 0)
+        let signals = Thread {
+            var requested = false
+            while true {
+                var number: Int32 = 0
+                var set = StopSignals.set
+                guard sigwait(&set, &number) == 0 else { continue }
+                let name = number == SIGINT ? "SIGINT" : "SIGTERM"
+                if requested {
+                    logger.warning("second \(name) while stopping: exiting now")
+                    Foundation.exit(1)
+                }
+                requested = true
+                logger.info("stopping", metadata: ["signal": "\(name)"])
+                stopRequested.signal()
             }
-            source.resume()
-            return source
         }
+        signals.name = "duckrouter.signals"
+        signals.start()
 
         let router: Router
         do {
@@ -131,8 +138,12 @@ struct DuckRouterCommand: ParsableCommand {
         }
         control.start()
 
-        stopping.withLock { $0 = { control.stop(); router.stop() } }
-        withExtendedLifetime(signals) { dispatchMain() }
+        // Not dispatchMain(): on Linux it leaves the main thread waiting in sigsuspend with every
+        // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
+        stopRequested.wait()
+        control.stop()
+        router.stop()
+        Foundation.exit(0)
     }
 }
 
@@ -142,4 +153,26 @@ func printError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
+/// SIGINT and SIGTERM, blocked in the main thread before any other thread exists, so that every
+/// thread (JACK's, dispatch's, OSC's) inherits the block and only the signal thread's sigwait
+/// takes them. The default disposition is restored first: a shell starts background jobs with
+/// SIGINT ignored, and an ignored signal would be discarded instead of waiting for sigwait.
+enum StopSignals {
+    static let set: sigset_t = {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        return set
+    }()
+
+    static func block() {
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+        var mask = set
+        pthread_sigmask(SIG_BLOCK, &mask, nil)
+    }
+}
+
+StopSignals.block()
 DuckRouterCommand.main()

@@ -1,6 +1,7 @@
 import Foundation
 import JackHost
 import JackTestSupport
+import OSCTransport
 import Testing
 
 /// The `duckrouter` executable as people run it: exit codes, messages, ports, signals.
@@ -19,9 +20,16 @@ struct DaemonTests {
     struct Run {
         let process = Process()
         let stderr = Pipe()
-        init(_ arguments: [String]) throws {
-            process.executableURL = DaemonTests.binary
-            process.arguments = arguments
+        /// `ignoringSignals`: started the way a shell script starts a background job, with SIGINT
+        /// and SIGTERM ignored (dispositions that survive exec), and a shell that execs the daemon.
+        init(_ arguments: [String], ignoringSignals: Bool = false) throws {
+            if ignoringSignals {
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "trap '' INT TERM; exec \"$0\" \"$@\"", DaemonTests.binary.path] + arguments
+            } else {
+                process.executableURL = DaemonTests.binary
+                process.arguments = arguments
+            }
             process.currentDirectoryURL = DaemonTests.repository
             process.standardError = stderr
             process.standardOutput = FileHandle.nullDevice
@@ -54,11 +62,13 @@ struct DaemonTests {
         #expect(try String(contentsOf: file, encoding: .utf8) == text)
     }
 
-    @Test("with a server: ports and connections appear; SIGINT and SIGTERM stop it with exit code 0", arguments: [SIGINT, SIGTERM])
-    func runsAndStops(signal: Int32) throws {
+    @Test("with a server: ports and connections appear; SIGINT and SIGTERM stop it with exit code 0, also when started with them ignored",
+          arguments: [(SIGINT, false), (SIGTERM, false), (SIGINT, true), (SIGTERM, true)])
+    func runsAndStops(signal: Int32, ignoringSignals: Bool) throws {
         let server = try JackServer()
         defer { server.stop() }
-        let run = try Run(["--server", server.name, "Sessions/default.json"])
+        let port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
+        let run = try Run(["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"], ignoringSignals: ignoringSignals)
         let observer = try JackClient(name: "observer", server: server.name)
         defer { observer.close() }
         try waitFor("the router's ports") { observer.portExists("duckrouter:speaker_out_2") }
@@ -69,6 +79,11 @@ struct DaemonTests {
         try waitFor("the speaker route connection") {
             observer.connections(of: "duckrouter:speaker_out_1") == ["system:playback_1"]
         }
+        // Fully started (OSC answers), then a moment of running: the signal must stop a running
+        // daemon, not only one that is still starting.
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
+        try waitFor("OSC to answer") { (try? ask(client, OSCMessage("/state"))) != nil }
+        Thread.sleep(forTimeInterval: 0.3)
         kill(run.process.processIdentifier, signal)
         let (status, stderr) = try run.finish()
         #expect(status == 0, "\(stderr)")
