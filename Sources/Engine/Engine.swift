@@ -170,4 +170,11 @@ public struct MeterReading: Sendable, Equatable {
         for o in outputPeaks.indices { outputPeaks[o] = max(outputPeaks[o], outputs[o]) }
         self.frames += frames
     }
+
+    /// Folds a later reading in: the peaks over both spans.
+    public mutating func merge(_ later: MeterReading) {
+        for i in inputPeaks.indices where i < later.inputPeaks.count { inputPeaks[i] = max(inputPeaks[i], later.inputPeaks[i]) }
+        for o in outputPeaks.indices where o < later.outputPeaks.count { outputPeaks[o] = max(outputPeaks[o], later.outputPeaks[o]) }
+        frames += later.frames
+    }
 }

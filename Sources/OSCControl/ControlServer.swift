@@ -71,9 +71,11 @@ public final class ControlServer: @unchecked Sendable {
         /// The TCP connection it rides on (gone with it), if any.
         let connection: Int?
         var failures = 0
-        /// Meters: frames per second asked for (0: none) and when the next one is due.
+        /// Meters: frames per second asked for (0: none), when the next one is due, and the peaks
+        /// since the last one sent (linear, by "kind/name").
         var meterRate = 0.0
         var nextMeter = 0.0
+        var peaks: [String: [Float]] = [:]
         init(url: String, destination: OSCServer.Destination, connection: Int?) {
             self.url = url
             self.destination = destination
@@ -94,6 +96,8 @@ public final class ControlServer: @unchecked Sendable {
     private var lastMalformedLog = 0.0
     /// Counters for `/state` and tests.
     private(set) var received = 0
+    /// Whether the router is coalescing plans for the burst being handled.
+    private var inBurst = false
 
     /// The port the server listens on (UDP and TCP).
     public var port: UInt16 { server.port }
@@ -123,8 +127,15 @@ public final class ControlServer: @unchecked Sendable {
         }
         server.start(tickMilliseconds: 10, onTick: { [weak self] in self?.tick() },
                      onClose: { [weak self] peer in self?.closed(peer) },
+                     onBurstEnd: { [weak self] in self?.endBurst() },
                      handler: { [weak self] bytes, peer in self?.receive(bytes, from: peer) })
         logger.info("OSC listening", metadata: ["udp": "\(configuration.bind):\(server.port)", "tcp": "\(configuration.bind):\(server.port)"])
+    }
+
+    private func endBurst() {
+        guard inBurst else { return }
+        inBurst = false
+        router.endCoalescing()
     }
 
     /// Stops serving; notifications are dropped from then on.
@@ -143,7 +154,14 @@ public final class ControlServer: @unchecked Sendable {
         configuration.admin.contains { $0.contains(peer.address.bytes, port: peer.address.port) }
     }
 
+    /// Packets that arrive together are answered one by one, but their changes reach the audio
+    /// thread in one plan, published when the burst has been handled: a flood of messages costs
+    /// one plan per wake-up instead of one per message (docs/PERFORMANCE.md).
     private func receive(_ bytes: [UInt8], from peer: OSCServer.Peer) {
+        if !inBurst {
+            inBurst = true
+            router.beginCoalescing()
+        }
         received += 1
         let packet: OSCPacket
         do {
@@ -336,8 +354,12 @@ public final class ControlServer: @unchecked Sendable {
                 guard meterTargets.count < configuration.maximumSubscribers else {
                     throw PolicyError(.general, "too many meter subscribers (\(configuration.maximumSubscribers))")
                 }
+                // The first subscriber: drop what the router gathered while nobody listened.
+                if meterTargets.isEmpty { _ = router.takePeaks() }
                 let target = try target(url: url, peer: peer)
                 target.meterRate = rate
+                // The first bundle after one whole interval, so it carries a whole interval's peaks.
+                target.nextMeter = Date().timeIntervalSince1970 + 1 / rate
                 meterTargets.append(target)
             }
             meterTargets.removeAll { target in
@@ -563,22 +585,34 @@ public final class ControlServer: @unchecked Sendable {
 
     // MARK: Meters
 
+    /// Every tick (10 ms) gathers the peaks since the last one into each subscriber's; a subscriber
+    /// whose time has come gets one bundle with the peaks since its previous one, in dBFS.
     private func tick() {
         guard !meterTargets.isEmpty else { return }
+        let latest = router.takePeaks()
+        for target in meterTargets {
+            for meter in latest {
+                let key = "\(meter.kind.rawValue)/\(meter.name)"
+                if let held = target.peaks[key], held.count == meter.peaks.count {
+                    target.peaks[key] = zip(held, meter.peaks).map { max($0, $1) }
+                } else {
+                    target.peaks[key] = meter.peaks
+                }
+            }
+        }
         let now = Date().timeIntervalSince1970
         let due = meterTargets.filter { now >= $0.nextMeter }
         guard !due.isEmpty else { return }
-        let status = router.status()
-        func peaks(_ values: [Double]) -> [OSCArgument] { values.map { .float(Float(max($0, Double(Decibels.floor)))) } }
-        let messages = status.apps.map { OSCMessage("/duckrouter/meter", [.string("app"), .string($0.name)] + peaks($0.peakDecibels)) }
-            + status.routes.map { OSCMessage("/duckrouter/meter", [.string("route"), .string($0.name)] + peaks($0.peakDecibels)) }
-        let bytes = OSCCodec.encodeBundle(messages)
-        for target in due {
-            target.nextMeter = now + 1 / target.meterRate
-        }
         meterTargets.removeAll { target in
             guard due.contains(where: { $0 === target }) else { return false }
-            if send(bytes, to: target) { return false }
+            target.nextMeter = now + 1 / target.meterRate
+            let messages = latest.map { meter in
+                let peaks = target.peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks
+                return OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)]
+                                  + peaks.map { .float(max(Decibels.level($0), Decibels.floor)) })
+            }
+            target.peaks.removeAll(keepingCapacity: true)
+            if send(OSCCodec.encodeBundle(messages), to: target) { return false }
             logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
             if target.connection == nil { server.close(target.destination) }
             return true

@@ -85,6 +85,7 @@ public final class OSCServer: @unchecked Sendable {
     private var handler: Handler = { _, _ in }
     private var onClose: (Peer) -> Void = { _ in }
     private var onTick: () -> Void = {}
+    private var onBurstEnd: () -> Void = {}
     private var tickMilliseconds: Int32 = 10
     private var receiveBuffer = [UInt8](repeating: 0, count: 65_536)
     /// Problems worth a log line, handed to whoever watches (the control layer logs them).
@@ -152,12 +153,16 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     /// Starts the server thread. `handler` gets every packet; `onClose` every TCP peer that went
-    /// away; `onTick` runs every `tickMilliseconds` (timers: meters, schedules).
+    /// away; `onTick` runs every `tickMilliseconds` (timers: meters, schedules); `onBurstEnd` runs
+    /// after the packets that arrived together (one wake-up of the thread) have been handled, so
+    /// work they share can be done once per burst.
     public func start(tickMilliseconds: Int = 10, onTick: @escaping () -> Void = {},
-                      onClose: @escaping (Peer) -> Void = { _ in }, handler: @escaping Handler) {
+                      onClose: @escaping (Peer) -> Void = { _ in }, onBurstEnd: @escaping () -> Void = {},
+                      handler: @escaping Handler) {
         self.handler = handler
         self.onClose = onClose
         self.onTick = onTick
+        self.onBurstEnd = onBurstEnd
         self.tickMilliseconds = Int32(max(1, tickMilliseconds))
         running.store(true, ordering: .releasing)
         let thread = Thread { [self] in
@@ -217,6 +222,7 @@ public final class OSCServer: @unchecked Sendable {
                 let revents = fds[3 + k].revents
                 if revents != 0, connections[id] != nil { service(id, revents: revents) }
             }
+            onBurstEnd()
             runTasks()
             let now = OSCServer.nowMilliseconds()
             if now >= nextTick {

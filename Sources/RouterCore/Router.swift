@@ -97,12 +97,17 @@ public final class Router: @unchecked Sendable {
     private var compiler: PlanCompiler
     private var sampleRate: Int
     private var bufferSize: Int
+    /// The state has changed since the last plan was queued (the queue was full, or plans are
+    /// being coalesced); housekeeping or `endCoalescing()` publishes it.
     private var needsPublish = false
+    private var coalescing = false
     private var nextDrop: UInt64?
     private var publishedGeneration: UInt64 = 0
     private var cellCount = 0
     private var xruns = 0
     private var latestMeters: MeterReading?
+    /// Peaks since the last `takePeaks()`.
+    private var peaksSinceTaken: MeterReading?
     private var timer: DispatchSourceTimer?
     private var stopped = false
 
@@ -338,7 +343,10 @@ public final class Router: @unchecked Sendable {
     private func housekeeping() {
         guard !stopped else { return }
         engine.collectRetiredPlans()
-        if let reading = engine.collectMeters() { latestMeters = reading }
+        if let reading = engine.collectMeters() {
+            latestMeters = reading
+            if peaksSinceTaken == nil { peaksSinceTaken = reading } else { peaksSinceTaken!.merge(reading) }
+        }
         runDueSchedules()
         let due = nextDrop.map { engine.statistics.processedFrames >= $0 } ?? false
         if needsPublish || due { republish() }
@@ -590,8 +598,33 @@ public final class Router: @unchecked Sendable {
         for index in appsBefore..<apps.count { connectSources(ofApp: index) }
         policy = next
         for effect in effects { carryOut(effect) }
-        republish(startFrame: startFrame)
+        if startFrame != nil {
+            // A scheduled plan carries everything before it: changes still being coalesced go
+            // out now, or they would wait for the scheduled frame.
+            if needsPublish { republish() }
+            republish(startFrame: startFrame)
+        } else if coalescing {
+            needsPublish = true
+        } else {
+            republish()
+        }
         return effects
+    }
+
+    /// Starts coalescing plans: until `endCoalescing()`, changes update the state (and are
+    /// answered) at once, and the mix plan that carries them is published once, at the end. The
+    /// OSC server brackets each burst of packets with these, so a flood costs one plan per burst.
+    /// Scheduled changes (bundles with a timetag) are never held back.
+    public func beginCoalescing() {
+        queue.sync { coalescing = true }
+    }
+
+    /// Ends coalescing and publishes what changed meanwhile.
+    public func endCoalescing() {
+        queue.sync {
+            coalescing = false
+            if needsPublish && !stopped { republish() }
+        }
     }
 
     private func carryOut(_ effect: PolicyEffect) {
@@ -674,6 +707,18 @@ public final class Router: @unchecked Sendable {
                 publishedPlan: publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,
                 cells: cellCount, cycles: statistics.cycles, xruns: xruns,
                 nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
+        }
+    }
+
+    /// The peak of every app's and route's channels since the previous call (OSC meters: no
+    /// transient between two meter messages is missed). Apps first, then routes, in order.
+    public func takePeaks() -> [PeakMeter] {
+        queue.sync {
+            let reading = peaksSinceTaken
+            peaksSinceTaken = nil
+            func peaks(_ slots: [Int32], _ table: [Float]?) -> [Float] { slots.map { table?[Int($0)] ?? 0 } }
+            return apps.map { PeakMeter(kind: .app, name: $0.name, peaks: peaks($0.meterSlots, reading?.inputPeaks)) }
+                + routes.map { PeakMeter(kind: .route, name: $0.name, peaks: peaks($0.meterSlots, reading?.outputPeaks)) }
         }
     }
 

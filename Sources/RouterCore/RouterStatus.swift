@@ -53,3 +53,11 @@ public struct RouterStatus: Sendable, Equatable {
     public var xruns: Int
     public var nonFiniteInputBuffers: UInt64
 }
+
+/// The peak of every channel of one app (its input) or route (its output) over a span, linear.
+public struct PeakMeter: Sendable, Equatable {
+    public enum Kind: String, Sendable { case app, route }
+    public var kind: Kind
+    public var name: String
+    public var peaks: [Float]
+}

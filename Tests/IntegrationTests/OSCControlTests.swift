@@ -165,6 +165,77 @@ struct OSCControlTests {
         #expect(end - moved <= 48000 * 25 / 1000, "faded out over the 20 ms ramp")
     }
 
+    @Test("/meters: peak bundles at most 20 Hz, every transient between two of them reported, stopped by rate 0")
+    func meters() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        // music: 0.1 on both channels, with a 0.9 click on the left once a second; game silent.
+        var clicks = [Float](repeating: 0.1, count: rig.server.sampleRate)
+        clicks[1000] = 0.9
+        rig.play(music: 0.1)
+        rig.source.setSignal(clicks, output: 0)
+        Thread.sleep(forTimeInterval: 0.2)
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        let reply = try ask(client, OSCMessage("/meters", [.float(50)]))
+        #expect(reply?.path == "/reply" && reply?.arguments.dropFirst().first == .float(20), "the rate is capped at 20 Hz: \(String(describing: reply))")
+
+        var arrivals: [Date] = []
+        var musicLeft: [Float] = []
+        var speakerRight: [Float] = []
+        let end = Date().addingTimeInterval(3)
+        while Date() < end {
+            guard let packet = try client.receive(timeout: 0.5), case let .bundle(_, elements) = packet else { continue }
+            arrivals.append(Date())
+            for case let .message(m) in elements where m.path == "/duckrouter/meter" {
+                if m.arguments.prefix(2) == [.string("app"), .string("music")], case let .float(l) = m.arguments[2] { musicLeft.append(l) }
+                if m.arguments.prefix(2) == [.string("route"), .string("speaker")], case let .float(r) = m.arguments[3] { speakerRight.append(r) }
+            }
+        }
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0.timeIntervalSince($1) }
+        #expect((50...62).contains(arrivals.count), "\(arrivals.count) bundles in 3 s")
+        #expect(gaps.allSatisfy { $0 > 0.040 }, "never faster than 20 Hz: shortest gap \(gaps.min() ?? 0) s")
+        #expect(musicLeft.count == arrivals.count && speakerRight.count == arrivals.count)
+        // Three clicks in 3 s, each inside some meter's span: reported, not lost between ticks.
+        let reportedClicks = musicLeft.filter { abs($0 - Decibels.level(0.9)) < 0.1 }.count
+        #expect(reportedClicks >= 2, "\(reportedClicks) clicks reported: \(musicLeft)")
+        #expect(musicLeft.filter { abs($0 - Decibels.level(0.1)) < 0.1 }.count >= arrivals.count - 4)
+        #expect(speakerRight.allSatisfy { abs($0 - Decibels.level(0.1)) < 0.1 }, "the route's right channel: \(speakerRight)")
+
+        // Rate 0 stops them.
+        _ = try ask(client, OSCMessage("/meters", [.float(0)]))
+        Thread.sleep(forTimeInterval: 0.1)
+        while try client.receive(timeout: 0) != nil {}
+        #expect(try client.receive(timeout: 0.3) == nil, "no meters after /meters 0")
+    }
+
+    @Test("a burst of 2,000 volume changes: every one answered in order, the last one heard", arguments: [OSCURL.Transport.udp, .tcp])
+    func burst(transport: OSCURL.Transport) throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        let client = try OSCClient(OSCURL(transport: transport, host: "127.0.0.1", port: rig.port))
+        // TCP takes them all at once; UDP keeps 64 in flight, as the replies' socket buffer is small.
+        let window = transport == .tcp ? 2000 : 64
+        let values = (0..<2000).map { Float(1000 + ($0 * 37) % 1000) / 2000 } + [0.5]
+        var sent = 0
+        var answers: [Float] = []
+        let deadline = Date().addingTimeInterval(20)
+        while answers.count < values.count && Date() < deadline {
+            while sent < values.count && sent - answers.count < window {
+                try client.send(OSCMessage("/app/music/volume", [.float(values[sent])]))
+                sent += 1
+            }
+            guard let packet = try client.receive(timeout: 1) else { continue }
+            for message in OSCClient.messages(in: packet) where message.path == "/reply" {
+                if case let .float(value)? = message.arguments.last { answers.append(value) }
+            }
+        }
+        #expect(answers.count == values.count, "\(answers.count) of \(values.count) answered")
+        #expect(zip(answers, values).allSatisfy { abs($0 - $1) < 1e-5 }, "answered in the order sent")
+        #expect(abs(rig.level(.speaker1, settle: 0.3) - 0.5 * Decibels.linear(sliderPosition: 0.5)) < Self.tolerance)
+        #expect(rig.daemon.isRunning)
+    }
+
     @Test("bad input: malformed packets, wrong types, missing arguments, NaN, 64 KiB strings, unknown paths and a storm of 10,000 random messages change nothing")
     func badInput() throws {
         let rig = try OSCRig()

@@ -80,6 +80,29 @@ struct RouterAudioTests {
         #expect(router.status().apps.first { $0.name == "music" }.map { abs($0.gainDecibels + 20) < 0.01 } == true)
     }
 
+    @Test("coalesced changes update the state at once and reach the audio in a plan per burst (or per 10 ms housekeeping tick), not one per change")
+    func coalescedChanges() throws {
+        let rig = try Rig()
+        let router = try #require(rig.router)
+        rig.play(Signals.dc(0.5), on: 0, 1)
+        rig.play(Signals.dc(0.25), on: 2, 3)
+        Thread.sleep(forTimeInterval: 0.2)
+        let published = router.status().publishedPlan
+        let start = Date()
+        router.beginCoalescing()
+        for step in 1...100 { try router.setAppGain("music", decibels: -Double(step) / 5) }   // ends at -20 dB
+        try router.setAppGain("game", decibels: -144)
+        #expect(router.status().apps.first { $0.name == "music" }.map { abs($0.gainDecibels + 20) < 0.01 } == true,
+                "the state has every change at once")
+        router.endCoalescing()
+        let elapsed = Date().timeIntervalSince(start)
+        let plans = Int(router.status().publishedPlan - published)
+        // Housekeeping publishes held changes every 10 ms, so a long burst is never stale for longer.
+        #expect(plans >= 1 && plans <= 2 + Int(elapsed / 0.010), "\(plans) plans for 101 changes in \(elapsed) s")
+        let out = rig.record(seconds: 0.05, settle: 0.2)[.speaker1]
+        #expect(abs(out.last! - 0.05) < 1e-5, "music at -20 dB, game silent")
+    }
+
     @Test("a route volume change ramps too, and bad values are refused without changing anything")
     func routeVolumeAndBadValues() throws {
         let rig = try Rig()
