@@ -33,6 +33,7 @@ bench: deps
 	@scripts/install-deps.sh $(BENCH_PACKAGES)
 	$(SWIFT) build -c release --product duckbench
 	$(SWIFT) build -c release --product duckrouter
+	$(SWIFT) build -c release --product oscbench
 	scripts/bench.sh
 
 clean:

@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "duckrouter", targets: ["duckrouter"]),
         .executable(name: "duckctl", targets: ["duckctl"]),
         .executable(name: "duckbench", targets: ["duckbench"]),
+        .executable(name: "oscbench", targets: ["oscbench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -60,6 +61,12 @@ let package = Package(
         ]),
         .executableTarget(name: "duckbench", dependencies: [
             "Engine", "CMixReference",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // The OSC control path of a running router, measured from outside: command latency to the
+        // first moved output sample, and sustained messages per second (make bench).
+        .executableTarget(name: "oscbench", dependencies: [
+            "JackHost", "JackTestSupport", "OSCTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

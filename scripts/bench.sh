@@ -3,6 +3,9 @@
 # against jack_mix_box with the same number of stereo channels fed by the same source.
 # Results: bench-results/ (text and Markdown rows for docs/PERFORMANCE.md).
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
+# Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
+# and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
+#   BENCH_PARTS chooses what runs (default "kernel router osc").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -13,8 +16,12 @@ rate=48000
 period=128
 out=bench-results
 mkdir -p "$out"
-server="duckbench-$$"
+# One fixed name: JACK2 keeps a small table of server names in shared memory, and a server that
+# dies uncleanly keeps its entry unless a later server takes the same name.
+server="duckbench"
 export JACK_DEFAULT_SERVER=$server
+parts=" ${BENCH_PARTS:-kernel router osc} "
+part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
 cleanup() {
@@ -23,6 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if part kernel; then
 echo "== Mix kernels (duckbench): 128 stereo apps into 4 stereo routes, $period frames"
 .build/release/duckbench --apps 128 --frames $period --runs 9 --cycles 20000 | tee "$out/kernel.txt"
 .build/release/duckbench --apps 128 --frames $period --runs 9 --cycles 20000 --markdown > "$out/kernel.md"
@@ -44,15 +52,33 @@ instructions() {
         printf '%-10s  %14d  %14d  %6s\n' $scene $c $v "$(python3 -c "print(f'{$v / $c:.2f}')")"
     done
 } | tee "$out/kernel-instructions.txt"
+fi
 
-echo "== Whole mixers under jackd -d dummy -r $rate -p $period: CPU per cycle, $runs runs of ${window}s"
-jackd -n "$server" -d dummy -r $rate -p $period > "$out/jackd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do jack_lsp >/dev/null 2>&1 && break; sleep 0.1; done
+start_jackd() {
+    jackd -n "$server" -d dummy -r $rate -p $period > "$out/jackd.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 50); do jack_lsp >/dev/null 2>&1 && return 0; sleep 0.1; done
+    return 1
+}
+if ! start_jackd; then
+    # "Too many servers already active": entries of servers that died. With no jackd running at
+    # all they are stale; clear them once and try again.
+    if grep -q "Too many servers" "$out/jackd.log" && ! pgrep -x jackd > /dev/null; then
+        echo "clearing stale JACK shared memory (no jackd is running)" >&2
+        rm -rf /dev/shm/jack*
+        start_jackd || { cat "$out/jackd.log" >&2; exit 1; }
+    else
+        cat "$out/jackd.log" >&2
+        exit 1
+    fi
+fi
+if part router || part osc; then echo "== jackd -d dummy -r $rate -p $period running as '$server'"; fi
 jack_simple_client feeder > /dev/null 2>&1 &
 pids+=($!)
 sleep 1
 
+if part router; then
+echo "== Whole mixers under jackd -d dummy -r $rate -p $period: CPU per cycle, $runs runs of ${window}s"
 python3 - "$apps" > "$out/bench-session.json" <<'PY'
 import json, sys
 apps = int(sys.argv[1])
@@ -137,4 +163,26 @@ else:
     print(f"median: duckrouter {r:.2f} µs/cycle; jack_mix_box crashed in every run, no comparison")
 open(f"{out}/router.md", "w").write(line + "\n")
 PY
-echo "Markdown rows for docs/PERFORMANCE.md: $out/kernel.md, $out/router.md"
+fi
+
+if part osc; then
+echo "== OSC control (oscbench): command latency and sustained messages per second"
+# The measured app, music, plays oscbench_source's constant level to the speaker route, which is
+# oscbench_probe; seven more apps make the plans the size of a small rig's.
+python3 - > "$out/osc-session.json" <<'PY'
+import json
+apps = [{"name": "music", "category": "playback", "active": True, "connect": ["oscbench_source:out_[12]"]}]
+apps += [{"name": f"app{n}", "category": "ambient", "active": True} for n in range(2, 9)]
+print(json.dumps({"routes": [{"name": "speaker", "ports": ["oscbench_probe:in_1", "oscbench_probe:in_2"]}],
+                  "apps": apps}, indent=1))
+PY
+oscport=$(( 20000 + $$ % 20000 ))
+.build/release/duckrouter --server "$server" --log-level warning --osc-port "$oscport" \
+    "$out/osc-session.json" 2>>"$out/duckrouter-osc.log" &
+pid=$!
+pids+=("$pid")
+.build/release/oscbench --server "$server" --port "$oscport" --messages "${OSC_MESSAGES:-1000}" \
+    --flood-seconds "${OSC_FLOOD_SECONDS:-5}" --markdown "$out/osc.md" | tee "$out/osc.txt"
+kill -INT "$pid"; wait "$pid" || true
+fi
+echo "Markdown rows for docs/PERFORMANCE.md: $out/*.md"

@@ -8,7 +8,10 @@ public final class OSCClient {
     public let url: OSCURL
     private let fd: Int32
     private let address: SocketAddress
+    /// TCP bytes received and not yet returned, from `inputStart` on.
     private var input: [UInt8] = []
+    private var inputStart = 0
+    private var buffer = [UInt8](repeating: 0, count: 65_536)
 
     public init(_ url: OSCURL) throws(OSCServerError) {
         guard let address = SocketAddress(host: url.host, port: url.port) else {
@@ -74,26 +77,34 @@ public final class OSCClient {
         }
     }
 
-    /// The next packet, or nil after `timeout` seconds. Packets that are not OSC are skipped.
+    /// The next packet, or nil after `timeout` seconds (0: only what has already arrived). Packets
+    /// that are not OSC are skipped.
     public func receive(timeout: Double) throws(OSCServerError) -> OSCPacket? {
         let deadline = Self.now() + timeout
+        var polled = false
         while true {
-            if url.transport == .tcp, input.count >= 4 {
-                let size = Int(UInt32(input[0]) << 24 | UInt32(input[1]) << 16 | UInt32(input[2]) << 8 | UInt32(input[3]))
-                if input.count >= 4 + size {
-                    let packet = Array(input[4..<4 + size])
-                    input.removeFirst(4 + size)
+            if url.transport == .tcp, input.count - inputStart >= 4 {
+                let s = inputStart
+                let size = Int(UInt32(input[s]) << 24 | UInt32(input[s + 1]) << 16 | UInt32(input[s + 2]) << 8 | UInt32(input[s + 3]))
+                if input.count - s >= 4 + size {
+                    let packet = Array(input[s + 4..<s + 4 + size])
+                    inputStart = s + 4 + size
+                    if inputStart == input.count {
+                        input.removeAll(keepingCapacity: true)
+                        inputStart = 0
+                    }
                     if let decoded = try? OSCCodec.decode(packet) { return decoded }
                     continue
                 }
             }
             let left = deadline - Self.now()
-            if left <= 0 { return nil }
+            if left <= 0 && polled { return nil }
+            polled = true
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, Int32(min(left * 1000 + 1, 1_000_000)))
+            let ready = poll(&p, 1, left <= 0 ? 0 : Int32(min(left * 1000 + 1, 1_000_000)))
             if ready <= 0 { continue }
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            let count = recv(fd, &buffer, buffer.count, 0)
+            let capacity = buffer.count
+            let count = recv(fd, &buffer, capacity, 0)
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw OSCServerError("cannot receive from \(url): \(errorText())")
@@ -102,6 +113,10 @@ public final class OSCClient {
             if url.transport == .udp {
                 if let decoded = try? OSCCodec.decode(Array(buffer[0..<count])) { return decoded }
             } else {
+                if inputStart > 0 {
+                    input.removeFirst(inputStart)
+                    inputStart = 0
+                }
                 input.append(contentsOf: buffer[0..<count])
             }
         }
