@@ -2,6 +2,7 @@
 /// control thread acts on them.
 public enum JackEvent: Sendable, Equatable {
     case portRegistered(String)
+    /// A port went away; its name is empty when JACK could no longer tell it.
     case portUnregistered(String)
     case portsConnected(String, String)
     case portsDisconnected(String, String)

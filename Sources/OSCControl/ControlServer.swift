@@ -444,7 +444,8 @@ public final class ControlServer: @unchecked Sendable {
             case let .setSilentSwitch(on): return [.int32(on ? 1 : 0)]
             case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)): return [.float(Float(v))]
             case let .selectRoute(route): return [.string(route)]
-            case let .setRouteAvailable(_, available): return [.int32(available ? 1 : 0)]
+            // What the route is now: asking for a route whose ports are missing leaves it unavailable.
+            case let .setRouteAvailable(route, _): return [.int32(router.policyState.availableRoutes.contains(route) ? 1 : 0)]
             case .remoteCommand:
                 for case let .notify(.remote(app, _, _)) in effects { return [.string(app)] }
                 return []

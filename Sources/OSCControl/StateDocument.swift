@@ -97,6 +97,7 @@ struct StateDocument: Encodable {
                 case let .app(name): interruptedBy = "app:\(name)"
                 case let .spokenAudio(name): interruptedBy = "spokenAudio:\(name)"
                 case let .outside(source): interruptedBy = "outside:\(source)"
+                case let .routeDisconnected(route): interruptedBy = "routeDisconnected:\(route)"
                 }
             }
             return App(name: app.name, category: configuration.category.rawValue,

@@ -22,7 +22,7 @@ public enum PolicyNotification: Equatable, Sendable {
     /// A route's system volume as a slider position.
     case systemVolume(route: String, volume: Double)
     case remote(app: String, command: RemoteCommand, value: Double?)
-    /// The current output route changed (`previous` is empty when there was none).
+    /// The current output route changed (`route` or `previous` is empty when there is or was none).
     case route(reason: RouteChangeReason, route: String, previous: String)
 
     /// The app the notification is about, which also receives it at its own address.
@@ -46,8 +46,9 @@ public enum PolicyEffect: Equatable, Sendable {
     case appGain(app: String, gain: Float, rampMilliseconds: Double)
     /// Move a route's system volume (linear) over the ramp.
     case systemVolume(route: String, gain: Float, rampMilliseconds: Double)
-    /// Every app now plays to `route`; crossfade over the ramp.
-    case currentRoute(String, rampMilliseconds: Double)
+    /// Every app now plays to `route` (nil: no route is available, so nothing is heard);
+    /// crossfade over the ramp.
+    case currentRoute(String?, rampMilliseconds: Double)
     case notify(PolicyNotification)
     /// Persistent settings changed: save the session.
     case save

@@ -5,12 +5,16 @@ public struct PolicyEngine: Sendable {
     public private(set) var state: PolicyState
 
     /// - Parameters:
-    ///   - routes: the session's routes with their system volumes (linear). All start available.
+    ///   - routes: the session's routes with their system volumes (linear). All start available
+    ///     (the router then reports those whose device is missing).
     ///   - fallback: the route current at start (the built-in one); nil: the first.
+    ///   - privateRoutes: routes whose audio must not fall back to another when they go (headphones).
     ///   - fadeMilliseconds: the fast fade for starts, stops and volume changes.
     public init(routes: [(name: String, volume: Float)] = [], ducking: DuckingSettings = DuckingSettings(),
-                fadeMilliseconds: Double = 20, silentSwitch: Bool = false, fallback: String? = nil) {
+                fadeMilliseconds: Double = 20, silentSwitch: Bool = false, fallback: String? = nil,
+                privateRoutes: Set<String> = []) {
         state = PolicyState()
+        state.privateRoutes = privateRoutes.intersection(routes.map(\.name))
         state.systemVolumes = routes.map { ($0.name, $0.volume) }
         // Last in wins: the fallback counts as the newest at start, so it is current until a
         // route becomes available (or is selected) after it.
@@ -174,14 +178,23 @@ private struct Transition {
         } else {
             state.availableRoutes.removeAll { $0 == route }
             if state.selectedRoute == route { state.selectedRoute = nil }
+            // Headphones pulled: what played through them stops, everywhere (it must not jump to
+            // the speaker). multiRoute apps play to every route at once and just lose this one.
+            if previous == route && state.privateRoutes.contains(route) {
+                for index in state.apps.indices where state.apps[index].isActive
+                    && state.apps[index].configuration.category != .multiRoute {
+                    interrupt(index, by: .routeDisconnected(route))
+                }
+            }
         }
         announceRoute(from: previous, reason: available ? .newDeviceAvailable : .oldDeviceUnavailable)
     }
 
     mutating func announceRoute(from previous: String?, reason: RouteChangeReason) {
-        guard let current = state.currentRoute, current != previous else { return }
+        let current = state.currentRoute
+        guard current != previous else { return }
         ordered.append(.currentRoute(current, rampMilliseconds: state.fadeMilliseconds))
-        ordered.append(.notify(.route(reason: reason, route: current, previous: previous ?? "")))
+        ordered.append(.notify(.route(reason: reason, route: current ?? "", previous: previous ?? "")))
     }
 
     // MARK: Apps
@@ -244,7 +257,8 @@ private struct Transition {
 
     mutating func interrupt(_ index: Int, by interrupter: Interrupter) {
         state.apps[index].activity = .interrupted(by: interrupter)
-        ordered.append(.notify(.interruption(app: state.apps[index].name, phase: .began, shouldResume: false, reason: .default)))
+        let reason: InterruptionReason = if case .routeDisconnected = interrupter { .routeDisconnected } else { .default }
+        ordered.append(.notify(.interruption(app: state.apps[index].name, phase: .began, shouldResume: false, reason: reason)))
     }
 
     /// Ends the interruptions an app caused. Spoken audio it paused always may resume (§5.5);

@@ -6,6 +6,9 @@ public enum Interrupter: Hashable, Sendable {
     case spokenAudio(String)
     /// An outside interruption such as a phone call, named by its source (§5.11).
     case outside(String)
+    /// A private route (headphones) went away while the app played through it (§5.9). It ends
+    /// only when the app activates again: audio never comes back by itself on another route.
+    case routeDisconnected(String)
 }
 
 /// Whether an app's session is active.
@@ -90,6 +93,8 @@ public struct PolicyState: Equatable, Sendable {
     public internal(set) var availableRoutes: [String] = []
     /// The route a person selected (`/route/select`); it wins while it is available.
     public internal(set) var selectedRoute: String?
+    /// Private routes (headphones): when one goes away, what played through it stops (§5.9).
+    public internal(set) var privateRoutes: Set<String> = []
     /// Outside interruptions in progress, oldest first.
     public internal(set) var outsideInterruptions: [String] = []
     public internal(set) var ducking = DuckingSettings()
@@ -104,6 +109,7 @@ public struct PolicyState: Equatable, Sendable {
         a.apps == b.apps && a.silentSwitch == b.silentSwitch
             && a.systemVolumes.elementsEqual(b.systemVolumes) { $0 == $1 }
             && a.availableRoutes == b.availableRoutes && a.selectedRoute == b.selectedRoute
+            && a.privateRoutes == b.privateRoutes
             && a.outsideInterruptions == b.outsideInterruptions && a.ducking == b.ducking
             && a.fadeMilliseconds == b.fadeMilliseconds && a.nextActivationSequence == b.nextActivationSequence
     }

@@ -56,6 +56,11 @@ public final class Router: @unchecked Sendable {
         /// The route's system volume, linear.
         var gain: Float
         var pendingRamp: Int32?
+        /// Whether every destination port exists in the JACK graph (a route without destination
+        /// ports always is). The route is available while present and enabled.
+        var present = true
+        /// What `/route/<route>/available` last said (for devices JACK cannot see); default yes.
+        var enabled = true
     }
 
     private struct ScheduledChanges {
@@ -106,6 +111,8 @@ public final class Router: @unchecked Sendable {
     private var cellCount = 0
     private var xruns = 0
     private var latestMeters: MeterReading?
+    /// Ports JACK reported unregistered that may still be in its graph for a moment.
+    private var unregisteredPorts: Set<String> = []
     /// Peaks since the last `takePeaks()`.
     private var peaksSinceTaken: MeterReading?
     private var timer: DispatchSourceTimer?
@@ -143,7 +150,11 @@ public final class Router: @unchecked Sendable {
         do {
             try registerPorts(session)
             try client.setProcessCallback(engineProcessCallback, argument: engine.processArgument)
-            try onQueue { () throws(RouterError) in try publishPlan() }
+            // Routes whose device is not there yet start unavailable (DESIGN.md §2).
+            try onQueue { () throws(RouterError) in
+                updateRoutePresence()
+                try publishPlan()
+            }
             try client.activate()
         } catch let error as JackError {
             client.close()
@@ -201,7 +212,8 @@ public final class Router: @unchecked Sendable {
             (name: route.name, volume: Decibels.linear(sliderPosition: Float(session.volumes.routes[route.name] ?? 1)))
         }
         var policy = PolicyEngine(routes: routes, ducking: session.ducking, fadeMilliseconds: fadeMilliseconds,
-                                  fallback: (session.routes.first { $0.isBuiltIn } ?? session.routes.first)?.name)
+                                  fallback: (session.routes.first { $0.isBuiltIn } ?? session.routes.first)?.name,
+                                  privateRoutes: Set(session.routes.filter(\.isPrivate).map(\.name)))
         do throws(PolicyError) {
             for app in session.apps {
                 try policy.apply(.register(app.configuration))
@@ -309,10 +321,27 @@ public final class Router: @unchecked Sendable {
         switch event {
         case let .portRegistered(name):
             if name.hasPrefix(client.name + ":") { return }
+            unregisteredPorts.remove(name)
+            // Connected first, so audio moved to a route that just appeared is heard at once.
             if routes.contains(where: { $0.destinations.contains(name) }) { connectRoutes(onlyPort: name) }
+            updateRoutePresence(port: name)
             for index in apps.indices where apps[index].connect.contains(where: { $0.matches(name) }) {
                 connectSources(ofApp: index)
             }
+        case let .portUnregistered(name):
+            if name.hasPrefix(client.name + ":") { return }
+            // JACK says so before the port has left the graph (jack_port_by_name still finds it),
+            // so the name is remembered as gone until it registers again. When JACK could not
+            // name it, every route is checked again a little later.
+            if name.isEmpty {
+                queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in
+                    guard let self, !stopped else { return }
+                    updateRoutePresence()
+                }
+            } else {
+                unregisteredPorts.insert(name)
+            }
+            updateRoutePresence()
         case let .bufferSizeChanged(frames):
             logger.info("JACK period changed", metadata: ["from": "\(bufferSize)", "to": "\(frames)"])
             bufferSize = frames
@@ -327,8 +356,30 @@ public final class Router: @unchecked Sendable {
             logger.error("the JACK server shut the router down: \(reason)")
             stopOnQueue()
             onServerLost(reason)
-        case .portUnregistered, .portsConnected, .portsDisconnected:
+        case .portsConnected, .portsDisconnected:
             break
+        }
+    }
+
+    /// Follows the JACK graph: a route is present while all its destination ports exist. When
+    /// that changes (a device's ports appeared or vanished) the policy hears that the route became
+    /// available or unavailable (DESIGN.md §5.9): last in wins, private routes stop what played
+    /// through them. `port`: only routes with that destination; nil: every route.
+    private func updateRoutePresence(port: String? = nil) {
+        // Names JACK announced as gone that have left the graph by now need no remembering.
+        unregisteredPorts = unregisteredPorts.filter { client.portExists($0) }
+        for index in routes.indices where port.map(routes[index].destinations.contains) ?? true {
+            let present = routes[index].destinations.allSatisfy { !unregisteredPorts.contains($0) && client.portExists($0) }
+            routes[index].present = present
+            let name = routes[index].name
+            let available = present && routes[index].enabled
+            guard available != policy.state.availableRoutes.contains(name) else { continue }
+            logger.info(present ? "a route's device appeared" : "a route's device went away", metadata: ["route": "\(name)"])
+            do throws(RouterError) {
+                _ = try performOnQueue([Change(.setRouteAvailable(route: name, available))], fromGraph: true)
+            } catch {
+                logger.error("could not update the availability of route '\(name)': \(error)")
+            }
         }
     }
 
@@ -557,14 +608,22 @@ public final class Router: @unchecked Sendable {
     public var policyState: PolicyState { queue.sync { policy.state } }
 
     private func performOnQueue(_ changes: [Change], connect: [PortPattern] = [],
-                                startFrame: UInt32? = nil) throws(RouterError) -> [PolicyEffect] {
+                                startFrame: UInt32? = nil, fromGraph: Bool = false) throws(RouterError) -> [PolicyEffect] {
         guard !stopped else { throw .stopped }
         var next = policy
         var effects: [PolicyEffect] = []
         var additions: [(name: String, channels: Int)] = []
+        var enabled: [(route: Int, Bool)] = []
         for (index, change) in changes.enumerated() {
+            var event = change.event
+            // `/route/<route>/available` speaks for devices JACK cannot see: a route is available
+            // while that says yes and its ports exist.
+            if !fromGraph, case let .setRouteAvailable(route, flag) = event, let r = routes.firstIndex(where: { $0.name == route }) {
+                enabled.append((r, flag))
+                event = .setRouteAvailable(route: route, flag && routes[r].present)
+            }
             let applied: [PolicyEffect]
-            do throws(PolicyError) { applied = try next.apply(change.event) } catch {
+            do throws(PolicyError) { applied = try next.apply(event) } catch {
                 throw changes.count == 1 ? .policy(error) : .batch(index: index, error)
             }
             for case let .appAdded(configuration) in applied {
@@ -596,6 +655,7 @@ public final class Router: @unchecked Sendable {
             }
         }
         for index in appsBefore..<apps.count { connectSources(ofApp: index) }
+        for (r, flag) in enabled { routes[r].enabled = flag }
         policy = next
         for effect in effects { carryOut(effect) }
         if startFrame != nil {

@@ -22,12 +22,16 @@ final class OSCRig {
     static let sourceOutputs = ["music_L", "music_R", "nav", "game_L", "game_R", "extra_L", "extra_R"]
     enum Channel: Int { case speaker1, speaker2, phones1, phones2 }
 
-    static func session(port: UInt16, osc extra: String = "") -> String {
+    static let defaultRoutes = """
+        {"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]},
+        {"name": "headphones", "ports": ["recorder:phones_1", "recorder:phones_2"], "private": true}
+        """
+
+    static func session(port: UInt16, osc extra: String = "", routes: String = defaultRoutes) -> String {
         """
         {
           "routes": [
-            {"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]},
-            {"name": "headphones", "ports": ["recorder:phones_1", "recorder:phones_2"], "private": true}
+            \(routes)
           ],
           "apps": [
             {"name": "music", "category": "playback", "remote": ["play", "pause", "nextTrack"],
@@ -41,13 +45,13 @@ final class OSCRig {
         """
     }
 
-    init(osc extra: String = "") throws {
+    init(osc extra: String = "", routes: String = OSCRig.defaultRoutes) throws {
         server = try JackServer(period: 256)
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
         port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
         sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-osc-\(getpid())-\(port).json")
-        try Self.session(port: port, osc: extra).write(to: sessionFile, atomically: true, encoding: .utf8)
+        try Self.session(port: port, osc: extra, routes: routes).write(to: sessionFile, atomically: true, encoding: .utf8)
         stderrFile = sessionFile.appendingPathExtension("log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         daemon = Process()

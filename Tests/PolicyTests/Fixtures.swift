@@ -21,8 +21,9 @@ enum Apps {
 }
 
 /// A policy with every fixture app registered, two routes, and the default ducking.
-func makePolicy(ducking: DuckingSettings = DuckingSettings()) -> PolicyEngine {
-    var policy = PolicyEngine(routes: [("speaker", 1), ("headphones", 0.5)], ducking: ducking, fadeMilliseconds: 20)
+func makePolicy(ducking: DuckingSettings = DuckingSettings(), privateRoutes: Set<String> = []) -> PolicyEngine {
+    var policy = PolicyEngine(routes: [("speaker", 1), ("headphones", 0.5)], ducking: ducking, fadeMilliseconds: 20,
+                              privateRoutes: privateRoutes)
     for app in Apps.all { try! policy.apply(.register(app)) }
     return policy
 }

@@ -37,4 +37,42 @@ struct RouteSelectionTests {
         let unchanged = try policy.apply(.setRouteAvailable(route: "speaker", true))
         #expect(unchanged.isEmpty, "already available: nothing happens")
     }
+
+    @Test("private headphones pulled: what played through them is interrupted (routeDisconnected) and stays silent on the speaker until it activates again")
+    func privateRouteGoes() throws {
+        var policy = makePolicy(privateRoutes: ["headphones"])
+        let dj = AppConfiguration(name: "dj", category: .multiRoute, options: [.mixWithOthers])
+        try policy.apply(.register(dj))
+        for app in ["music", "game", "dj"] { try policy.apply(.activate(app: app)) }
+        _ = try policy.apply(.selectRoute("headphones"))
+        let pulled = try policy.apply(.setRouteAvailable(route: "headphones", false))
+        #expect(pulled.contains(.notify(.interruption(app: "music", phase: .began, shouldResume: false, reason: .routeDisconnected))))
+        #expect(pulled.contains(.notify(.interruption(app: "game", phase: .began, shouldResume: false, reason: .routeDisconnected))))
+        #expect(pulled.contains(.notify(.route(reason: .oldDeviceUnavailable, route: "speaker", previous: "headphones"))))
+        #expect(policy.state.app("music")?.activity == .interrupted(by: .routeDisconnected("headphones")))
+        #expect(policy.mix["music"]?.gain == 0 && policy.mix["game"]?.gain == 0, "silent everywhere")
+        #expect(policy.state.app("dj")?.isActive == true, "multiRoute plays on, on the routes that are left")
+        // Plugging the headphones back does not bring audio back by itself; activating does.
+        _ = try policy.apply(.setRouteAvailable(route: "headphones", true))
+        #expect(policy.mix["music"]?.gain == 0)
+        _ = try policy.apply(.activate(app: "music"))
+        #expect(policy.mix["music"]?.gain == 1)
+    }
+
+    @Test("a non-private route that goes away moves the audio to the next route, no pause; a private route that was not current interrupts nobody")
+    func publicRouteGoes() throws {
+        var policy = makePolicy(privateRoutes: ["speaker"])
+        try policy.apply(.activate(app: "music"))
+        _ = try policy.apply(.setRouteAvailable(route: "headphones", false))
+        _ = try policy.apply(.setRouteAvailable(route: "headphones", true))
+        #expect(policy.state.currentRoute == "headphones")
+        let speakerGone = try policy.apply(.setRouteAvailable(route: "speaker", false))
+        #expect(!speakerGone.contains { if case .notify(.interruption) = $0 { true } else { false } }, "speaker was not current")
+        var open = makePolicy()
+        try open.apply(.activate(app: "music"))
+        _ = try open.apply(.selectRoute("headphones"))
+        let pulled = try open.apply(.setRouteAvailable(route: "headphones", false))
+        #expect(open.state.app("music")?.isActive == true && open.state.currentRoute == "speaker")
+        #expect(pulled.contains(.currentRoute("speaker", rampMilliseconds: 20)))
+    }
 }

@@ -28,8 +28,14 @@ final class CallbackContext: @unchecked Sendable {
 
 let portRegistrationCallback: JackPortRegistrationCallback = { id, registered, arg in
     let context = CallbackContext.from(arg)
-    guard let name = context.portName(id) else { return }
-    context.handler(registered != 0 ? .portRegistered(name) : .portUnregistered(name))
+    if registered != 0 {
+        guard let name = context.portName(id) else { return }
+        context.handler(.portRegistered(name))
+    } else {
+        // By the time this arrives the port is often gone from the graph and its name with it;
+        // the event still matters (a device went away), so it comes with an empty name then.
+        context.handler(.portUnregistered(context.portName(id) ?? ""))
+    }
 }
 
 let portConnectCallback: JackPortConnectCallback = { a, b, connected, arg in

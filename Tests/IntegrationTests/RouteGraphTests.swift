@@ -1,0 +1,111 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Policy
+import Testing
+
+/// Issue 5: routes follow the JACK graph. A device is a JACK client whose ports appear and vanish;
+/// the daemon sees it through port registration, with no OSC from anyone.
+@Suite("Routes that follow the JACK graph", .serialized)
+struct RouteGraphTests {
+    /// The speaker is the recorder; the headphones are a client `usbphones` the test plugs in.
+    static let routes = """
+        {"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]},
+        {"name": "headphones", "ports": ["usbphones:playback_1", "usbphones:playback_2"], "private": true}
+        """
+
+    @Test("usbphones plugged in: music moves there within 100 ms without a jump (newDeviceAvailable); pulled: music interrupted (routeDisconnected), the speaker silent in every period, oldDeviceUnavailable")
+    func headphonesPluggedAndPulled() throws {
+        let rig = try OSCRig(routes: Self.routes)
+        defer { rig.close() }
+        let rate = rig.server.sampleRate
+        rig.play(music: 0.5)
+        let watcher = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        #expect(try ask(watcher, OSCMessage("/subscribe"))?.path == "/reply")
+        #expect(abs(rig.level(.speaker1) - 0.5) < 2e-3, "music on the speaker while there are no headphones")
+        let routes = try #require(rig.settings()["routes"] as? [[String: Any]])
+        #expect(routes.map { $0["available"] as? Bool } == [true, false], "the headphones' ports do not exist yet")
+
+        // Plug in.
+        rig.recorder.startRecording()
+        Thread.sleep(forTimeInterval: 0.1)
+        let phones = try TestClient(name: "usbphones", server: rig.server.name, inputs: ["playback_1", "playback_2"])
+        defer { phones.close() }
+        phones.startRecording()
+        let plugged = try watcher.receive(timeout: 2) { $0.path == "/duckrouter/route" }
+        #expect(plugged?.arguments == [.string("newDeviceAvailable"), .string("headphones"), .string("speaker")])
+        Thread.sleep(forTimeInterval: 0.4)
+        let heard = phones.stopRecording()
+        let left = rig.recorder.stopRecording()
+        let arrived = heard.channels[0].firstIndex { abs($0 - 0.5) < 1e-4 }
+        #expect(arrived.map { $0 <= rate / 10 } == true,
+                "music at full level at usbphones \(arrived.map { "\(Double($0) * 1000 / Double(rate)) ms" } ?? "never") after it appeared")
+        #expect(heard.channels[1].suffix(rate / 10).allSatisfy { abs($0 - 0.5) < 1e-4 }, "both channels")
+        #expect(left.channels[0].suffix(rate / 10).allSatisfy { abs($0) < 1e-6 }, "and no longer at the speaker")
+        // A crossfade over the 20 ms fade: no sample moves more than the ramp allows.
+        let allowed = Float(0.5) / (Float(rate) * 0.020) * 1.01
+        let speakerStep = Signals.largestStep(left.channels[0], excluding: left.gaps)
+        let phonesStep = Signals.largestStep(heard.channels[0], excluding: heard.gaps + [0])
+        #expect(speakerStep <= allowed && phonesStep <= allowed, "largest steps: speaker \(speakerStep), usbphones \(phonesStep); allowed \(allowed)")
+
+        // Pull out.
+        rig.recorder.startRecording()
+        Thread.sleep(forTimeInterval: 0.1)
+        phones.close()
+        let interrupted = try watcher.receive(timeout: 2) { $0.path == "/duckrouter/interruption" && $0.arguments.first == .string("music") }
+        #expect(interrupted?.arguments == [.string("music"), .string("began"), .int32(0), .string("routeDisconnected")])
+        let pulled = try watcher.receive(timeout: 2) { $0.path == "/duckrouter/route" }
+        #expect(pulled?.arguments == [.string("oldDeviceUnavailable"), .string("speaker"), .string("headphones")])
+        Thread.sleep(forTimeInterval: 0.4)
+        let after = rig.recorder.stopRecording()
+        let loudest = max(after.channels[0].map(abs).max() ?? 1, after.channels[1].map(abs).max() ?? 1)
+        #expect(loudest < 3.2e-5, "the speaker stays below -90 dBFS in every period: peak \(Decibels.level(loudest)) dBFS")
+        let music = try #require((rig.settings()["apps"] as? [[String: Any]])?.first { $0["name"] as? String == "music" })
+        #expect(music["state"] as? String == "interrupted" && music["interruptedBy"] as? String == "routeDisconnected:headphones")
+
+        // Only the app itself (or a person) brings it back: on the speaker.
+        #expect(try ask(watcher, OSCMessage("/app/music/activate"))?.path == "/reply")
+        #expect(abs(rig.level(.speaker1) - 0.5) < 2e-3)
+    }
+
+    @Test("/route/<route>/available speaks for devices JACK cannot see; a route whose ports are missing stays unavailable")
+    func availabilityOverOSC() throws {
+        let rig = try OSCRig(routes: Self.routes)
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        #expect(try ask(client, OSCMessage("/route/headphones/available", [.int32(1)]))?.arguments
+                == [.string("/route/headphones/available"), .int32(0)], "its ports are missing")
+        let phones = try TestClient(name: "usbphones", server: rig.server.name, inputs: ["playback_1", "playback_2"])
+        defer { phones.close() }
+        try waitFor("the headphones to become current") {
+            (try? ask(client, OSCMessage("/route/select")))??.arguments.last == .string("headphones")
+        }
+        // Someone says the speaker is off (an amplifier JACK cannot see): the headphones stay;
+        // pulling them then leaves no route at all.
+        #expect(try ask(client, OSCMessage("/route/speaker/available", [.int32(0)]))?.arguments
+                == [.string("/route/speaker/available"), .int32(0)])
+        phones.close()
+        try waitFor("no route") { (try? rig.settings()["route"] as? String) == nil }
+        #expect(try ask(client, OSCMessage("/route/speaker/available", [.int32(1)]))?.arguments
+                == [.string("/route/speaker/available"), .int32(1)])
+        #expect(try rig.settings()["route"] as? String == "speaker")
+    }
+
+    @Test("the system volume is remembered per route and restored when that route is current again")
+    func volumePerRoute() throws {
+        let rig = try OSCRig()   // speaker and headphones, both present (the recorder)
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        #expect(try ask(client, OSCMessage("/system/volume", [.float(0.8)]))?.arguments == [.string("/system/volume"), .float(0.8), .string("speaker")])
+        _ = try ask(client, OSCMessage("/route/select", [.string("headphones")]))
+        #expect(try ask(client, OSCMessage("/system/volume", [.float(0.25)]))?.arguments == [.string("/system/volume"), .float(0.25), .string("headphones")])
+        #expect(abs(rig.level(.phones1) - 0.5 * Decibels.linear(sliderPosition: 0.25)) < 2e-3)
+        _ = try ask(client, OSCMessage("/route/select", [.string("speaker")]))
+        #expect(try ask(client, OSCMessage("/system/volume"))?.arguments == [.string("/system/volume"), .float(0.8), .string("speaker")])
+        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(sliderPosition: 0.8)) < 2e-3)
+        _ = try ask(client, OSCMessage("/route/select", [.string("headphones")]))
+        #expect(abs(rig.level(.phones1) - 0.5 * Decibels.linear(sliderPosition: 0.25)) < 2e-3)
+    }
+}
