@@ -21,6 +21,7 @@ public enum ControlCommand: Equatable, Sendable {
 
     public enum Query: Equatable, Sendable {
         case appVolume(String), appGain(String), appRemote(String), appNotify(String), appCategory(String)
+        case appChannelMap(String)
         case systemVolume, systemGain, silentSwitch
         case duckLevel, duckAttack, duckRelease
         case selectedRoute, routeAvailable(String)
@@ -33,7 +34,7 @@ public enum ControlCommand: Equatable, Sendable {
             switch event {
             case let .register(configuration): configuration.name
             case let .setCategory(app, _, _, _), let .unregister(app), let .activate(app), let .deactivate(app, _),
-                 let .setAppVolume(app, _), let .setRemoteCommands(app, _): app
+                 let .setAppVolume(app, _), let .setRemoteCommands(app, _), let .setChannelMap(app, _): app
             default: nil
             }
         case let .setNotify(app, _): app
@@ -132,6 +133,26 @@ public enum ControlCommand: Equatable, Sendable {
             return .setNotify(app: name, url: url)
         case "unregister":
             return .change(.unregister(app: name), channels: nil)
+        case "channelmap":
+            if a.isEmpty { return .query(.appChannelMap(name)) }
+            if a.all == [.string("default")] {
+                _ = try a.string("default")
+                return .change(.setChannelMap(app: name, nil), channels: nil)
+            }
+            var links: [ChannelLink] = []
+            while !a.isAtEnd {
+                let channel = try a.number("app channel")
+                let target = try a.string("route:channel")
+                let parts = target.split(separator: ":", omittingEmptySubsequences: false)
+                guard channel == channel.rounded(), channel >= 1, channel <= 1024 else {
+                    throw PolicyError(.badArgument, "app channel: expected a channel number from 1, got \(channel)")
+                }
+                guard parts.count == 2, !parts[0].isEmpty, let routeChannel = Int(parts[1]), routeChannel >= 1 else {
+                    throw PolicyError(.badArgument, "expected 'route:channel' such as 'headphones:1', got \(Arguments.quote(target))")
+                }
+                links.append(ChannelLink(appChannel: Int(channel), route: String(parts[0]), routeChannel: routeChannel))
+            }
+            return .change(.setChannelMap(app: name, links), channels: nil)
         default:
             throw unknown(a.path)
         }
@@ -207,6 +228,11 @@ struct Arguments {
     }
 
     var isEmpty: Bool { values.isEmpty }
+    /// Whether every argument has been read.
+    var isAtEnd: Bool { next >= values.count }
+    /// The arguments, all of them (for paths with one special form, such as `channelmap default`;
+    /// they must still be read).
+    var all: [OSCArgument] { values }
 
     /// Quotes a value for an error message, cut short if long (a 64 KiB string stays out of replies).
     static func quote(_ text: String) -> String {

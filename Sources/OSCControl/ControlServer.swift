@@ -444,6 +444,7 @@ public final class ControlServer: @unchecked Sendable {
             case let .setSilentSwitch(on): return [.int32(on ? 1 : 0)]
             case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)): return [.float(Float(v))]
             case let .selectRoute(route): return [.string(route)]
+            case let .setChannelMap(_, links): return Self.channelMapArguments(links)
             // What the route is now: asking for a route whose ports are missing leaves it unavailable.
             case let .setRouteAvailable(route, _): return [.int32(router.policyState.availableRoutes.contains(route) ? 1 : 0)]
             case .remoteCommand:
@@ -454,6 +455,12 @@ public final class ControlServer: @unchecked Sendable {
         default:
             return []
         }
+    }
+
+    /// A channel map as OSC: pairs of app channel and `route:channel`, or `default`.
+    static func channelMapArguments(_ links: [ChannelLink]?) -> [OSCArgument] {
+        guard let links else { return [.string("default")] }
+        return links.flatMap { [OSCArgument.int32(Int32($0.appChannel)), .string("\($0.route):\($0.routeChannel)")] }
     }
 
     private func answer(_ query: ControlCommand.Query) throws(PolicyError) -> [OSCArgument] {
@@ -474,6 +481,7 @@ public final class ControlServer: @unchecked Sendable {
         case let .appNotify(name):
             _ = try app(name)
             return [.string(notifyTargets[name]?.url ?? "")]
+        case let .appChannelMap(name): return Self.channelMapArguments(try app(name).channelMap)
         case let .appCategory(name):
             let configuration = try app(name).configuration
             return [.string(configuration.category.rawValue),

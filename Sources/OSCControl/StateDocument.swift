@@ -22,6 +22,18 @@ struct StateDocument: Encodable {
         var ports: [String]
         var owner: String?
         var notify: String?
+        /// multiRoute apps with a map: `[[app channel, "route:channel"], …]`, as in session files.
+        var channelmap: [ChannelMapLine]?
+    }
+
+    struct ChannelMapLine: Encodable {
+        var channel: Int
+        var target: String
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(channel)
+            try container.encode(target)
+        }
     }
 
     struct Route: Encodable {
@@ -104,7 +116,8 @@ struct StateDocument: Encodable {
                        options: configuration.options.map(\.rawValue).sorted(), mode: configuration.mode.rawValue,
                        remote: configuration.remoteCommands.map(\.rawValue).sorted(), resume: configuration.resume.rawValue,
                        state: app.state, interruptedBy: interruptedBy, volume: app.volume, gainDb: level(app.gainDecibels),
-                       ports: app.ports, owner: owners[app.name], notify: notify[app.name])
+                       ports: app.ports, owner: owners[app.name], notify: notify[app.name],
+                       channelmap: session?.channelMap?.map { ChannelMapLine(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
         }
         func level(_ dB: Double) -> Double { max(dB, Double(Decibels.floor)) }
         let routes = status.routes.map {

@@ -46,6 +46,8 @@ public enum PolicyEffect: Equatable, Sendable {
     case appGain(app: String, gain: Float, rampMilliseconds: Double)
     /// Move a route's system volume (linear) over the ramp.
     case systemVolume(route: String, gain: Float, rampMilliseconds: Double)
+    /// A multiRoute app's channel map changed (nil: every channel to every available route).
+    case channelMap(app: String, [ChannelLink]?)
     /// Every app now plays to `route` (nil: no route is available, so nothing is heard);
     /// crossfade over the ramp.
     case currentRoute(String?, rampMilliseconds: Double)

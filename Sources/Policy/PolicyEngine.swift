@@ -129,6 +129,23 @@ private struct Transition {
             ordered.append(.systemVolume(route: route, gain: gain, rampMilliseconds: state.fadeMilliseconds))
             ordered.append(.notify(.systemVolume(route: route, volume: Double(Decibels.sliderPosition(linear: gain)))))
             save = true
+        case let .setChannelMap(name, links):
+            let index = try state.index(of: name)
+            if let links {
+                guard state.apps[index].configuration.category == .multiRoute else {
+                    throw PolicyError(.badArgument, "'\(name)' is not a multiRoute app: only multiRoute apps have a channel map")
+                }
+                for link in links {
+                    try checkRoute(link.route)
+                    guard link.appChannel >= 1, link.routeChannel >= 1 else {
+                        throw PolicyError(.badArgument, "channel map \(link): channels count from 1")
+                    }
+                }
+            }
+            guard state.apps[index].channelMap != links else { return }
+            state.apps[index].channelMap = links
+            ordered.append(.channelMap(app: name, links))
+            save = true
         case let .setAppVolume(name, volume):
             let index = try state.index(of: name)
             let gain = try linear(volume, setting: "app volume", maximumDecibels: 24)

@@ -38,4 +38,23 @@ public enum PolicyEvent: Equatable, Sendable {
     case selectRoute(String)
     /// A route's device appeared or went away (`/route/<route>/available`, or the JACK graph).
     case setRouteAvailable(route: String, Bool)
+    /// Which app channel feeds which route channel, for a multiRoute app (§5.10); nil: every
+    /// channel to every available route, as a normal app plays to the current one.
+    case setChannelMap(app: String, [ChannelLink]?)
+}
+
+/// One line of a multiRoute app's channel map: app channel → route channel (both from 1).
+public struct ChannelLink: Hashable, Sendable, CustomStringConvertible {
+    public var appChannel: Int
+    public var route: String
+    public var routeChannel: Int
+
+    public init(appChannel: Int, route: String, routeChannel: Int) {
+        self.appChannel = appChannel
+        self.route = route
+        self.routeChannel = routeChannel
+    }
+
+    /// `"1>headphones:2"`-like text for messages: app channel, then `route:channel`.
+    public var description: String { "\(appChannel) → \(route):\(routeChannel)" }
 }

@@ -31,6 +31,8 @@ public struct AppSession: Equatable, Sendable {
     public var volume: Float = 1
     /// Increases with every activation; the newest eligible activation owns remote control.
     public var activationSequence: Int?
+    /// A multiRoute app's channel map; nil: every channel to every available route.
+    public var channelMap: [ChannelLink]?
 
     public var name: String { configuration.name }
     public var isActive: Bool { activity == .active }

@@ -218,6 +218,7 @@ public final class Router: @unchecked Sendable {
             for app in session.apps {
                 try policy.apply(.register(app.configuration))
                 if let volume = session.volumes.apps[app.name] { try policy.apply(.setAppVolume(app: app.name, .position(volume))) }
+                if let map = app.channelMap { try policy.apply(.setChannelMap(app: app.name, map)) }
             }
         } catch {
             throw .policy(error)
@@ -446,17 +447,34 @@ public final class Router: @unchecked Sendable {
         }
         var outputs: [PlanCompiler.Output] = []
         // Every app plays to the current route; a route change crossfades at the fade ramp.
+        // multiRoute apps play to every available route at once, through their channel map.
         // A cell moves at the ramp of whatever changed: the app's (ducking has its own attack and
         // release), else the route's, else the default.
+        let sessions = Dictionary(policy.state.apps.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let available = Set(policy.state.availableRoutes)
         for (r, route) in routes.enumerated() {
+            let defaultMaps = Dictionary(Set(apps.map(\.ports.count)).map {
+                ($0, ChannelMap.feeds(appChannels: $0, routeChannels: route.ports.count))
+            }, uniquingKeysWith: { a, _ in a })
             for (k, port) in route.ports.enumerated() {
                 var feeds: [(input: Int32, gain: Float, rampFrames: Int32)] = []
-                if r == currentRoute {
-                    for app in apps {
-                        let map = ChannelMap.feeds(appChannels: app.ports.count, routeChannels: route.ports.count)
-                        let ramp = app.pendingRamp ?? route.pendingRamp ?? rampFrames
-                        for c in map[k] { feeds.append((app.meterSlots[c], app.gain * route.gain, ramp)) }
+                for app in apps {
+                    let session = sessions[app.name]
+                    let channels: [Int]
+                    if session?.configuration.category == .multiRoute {
+                        guard available.contains(route.name) else { continue }
+                        if let links = session?.channelMap {
+                            channels = links.filter { $0.route == route.name && $0.routeChannel == k + 1 }
+                                .map { $0.appChannel - 1 }.filter { $0 < app.ports.count }
+                        } else {
+                            channels = defaultMaps[app.ports.count]![k]
+                        }
+                    } else {
+                        guard r == currentRoute else { continue }
+                        channels = defaultMaps[app.ports.count]![k]
                     }
+                    let ramp = app.pendingRamp ?? route.pendingRamp ?? rampFrames
+                    for c in channels { feeds.append((app.meterSlots[c], app.gain * route.gain, ramp)) }
                 }
                 outputs.append(.init(port: port.handle, key: route.meterSlots[k], feeds: feeds))
             }
@@ -622,6 +640,16 @@ public final class Router: @unchecked Sendable {
                 enabled.append((r, flag))
                 event = .setRouteAvailable(route: route, flag && routes[r].present)
             }
+            if case let .setChannelMap(app, links?) = event {
+                let appChannels = additions.last { $0.name == app }?.channels ?? apps.first { $0.name == app }?.ports.count
+                for link in links {
+                    let routeChannels = routes.first { $0.name == link.route }?.ports.count
+                    guard appChannels.map({ link.appChannel <= $0 }) ?? true, routeChannels.map({ link.routeChannel <= $0 }) ?? true else {
+                        let error = PolicyError(.badArgument, "channel map \(link): '\(app)' has \(appChannels ?? 0) channels, '\(link.route)' \(routeChannels ?? 0)")
+                        throw changes.count == 1 ? .policy(error) : .batch(index: index, error)
+                    }
+                }
+            }
             let applied: [PolicyEffect]
             do throws(PolicyError) { applied = try next.apply(event) } catch {
                 throw changes.count == 1 ? .policy(error) : .batch(index: index, error)
@@ -689,7 +717,7 @@ public final class Router: @unchecked Sendable {
 
     private func carryOut(_ effect: PolicyEffect) {
         switch effect {
-        case .appAdded, .appChanged:
+        case .appAdded, .appChanged, .channelMap:
             break
         case let .appRemoved(name):
             guard let index = apps.firstIndex(where: { $0.name == name }) else { return }

@@ -65,6 +65,8 @@ public struct Session: Equatable, Sendable {
         public var resume: ResumePolicy = .app
         /// Activated by the router at start (for plain JACK sources nobody else activates).
         public var startsActive: Bool = false
+        /// multiRoute apps: which app channel feeds which route channel; nil: all to all.
+        public var channelMap: [ChannelLink]?
 
         public init(name: String, category: Category = .soloAmbient, channelCount: Int = 2,
                     connect: [PortPattern] = []) {

@@ -79,7 +79,7 @@ private struct Validator {
             if let ports = input["ports"] { session.input.ports = strings(ports, "input.ports", portNames: true) }
         }
         if let value = root["ducking"] { session.ducking = ducking(value) }
-        if let value = root["apps"] { session.apps = apps(value) }
+        if let value = root["apps"] { session.apps = apps(value, routes: session.routes) }
         if let value = root["volumes"] { session.volumes = volumes(value, routes: session.routes) }
         return session
     }
@@ -166,14 +166,14 @@ private struct Validator {
         return ducking
     }
 
-    mutating func apps(_ value: JSONValue) -> [Session.App] {
+    mutating func apps(_ value: JSONValue, routes: [Session.Route]) -> [Session.App] {
         guard let list = array(value, "apps") else { return [] }
         var apps: [Session.App] = []
         var seen: [String: Int] = [:]
         for (i, item) in list.enumerated() {
             let path = "apps[\(i)]"
             guard let fields = object(item, path, allowed: ["name", "category", "options", "mode", "channels",
-                                                             "connect", "remote", "resume", "active"]) else { continue }
+                                                             "connect", "remote", "resume", "active", "channelmap"]) else { continue }
             guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
             if let first = seen[name] {
                 fail("\(path).name", "app '\(name)' is already declared at apps[\(first)]")
@@ -204,6 +204,7 @@ private struct Validator {
             }
             if let v = fields["resume"], let r: ResumePolicy = word(v, "\(path).resume") { app.resume = r }
             if let v = fields["active"], let b = bool(v, "\(path).active") { app.startsActive = b }
+            if let v = fields["channelmap"] { app.channelMap = channelMap(v, "\(path).channelmap", app: app, routes: routes) }
             // The combination rules of DESIGN.md §5.1, checked where the person wrote them.
             if !app.options.isEmpty && !app.category.acceptsOptions {
                 fail("\(path).options", "category \(app.category.rawValue) takes no options; options are for playback, playAndRecord and multiRoute")
@@ -215,6 +216,46 @@ private struct Validator {
             apps.append(app)
         }
         return apps
+    }
+
+    /// `[[1, "headphones:1"], [2, "speaker:2"]]`: app channel, then `route:channel`, both from 1.
+    mutating func channelMap(_ value: JSONValue, _ path: String, app: Session.App, routes: [Session.Route]) -> [ChannelLink]? {
+        guard let items = array(value, path) else { return nil }
+        if app.category != .multiRoute {
+            fail(path, "only multiRoute apps have a channel map (this one is \(app.category.rawValue))")
+            return nil
+        }
+        var links: [ChannelLink] = []
+        for (i, item) in items.enumerated() {
+            let itemPath = "\(path)[\(i)]"
+            guard case let .array(pair) = item, pair.count == 2,
+                  case let .number(channel) = pair[0], case let .string(target) = pair[1] else {
+                fail(itemPath, "expected [app channel, \"route:channel\"], such as [1, \"headphones:1\"]")
+                continue
+            }
+            let parts = target.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, let routeChannel = Int(parts[1]) else {
+                fail(itemPath, "expected \"route:channel\" such as \"headphones:1\", got '\(target)'")
+                continue
+            }
+            let routeName = String(parts[0])
+            guard let route = routes.first(where: { $0.name == routeName }) else {
+                let known = routes.map(\.name).joined(separator: ", ")
+                fail(itemPath, "unknown route '\(routeName)' (routes: \(known.isEmpty ? "none" : known))")
+                continue
+            }
+            guard channel == channel.rounded(), (1...Double(app.channelCount)).contains(channel) else {
+                let text = channel == channel.rounded() && abs(channel) < 1e9 ? "\(Int(channel))" : "\(channel)"
+                fail(itemPath, "app channel: expected 1 to \(app.channelCount), got \(text)")
+                continue
+            }
+            guard (1...route.channelCount).contains(routeChannel) else {
+                fail(itemPath, "route channel: '\(routeName)' has channels 1 to \(route.channelCount), got \(routeChannel)")
+                continue
+            }
+            links.append(ChannelLink(appChannel: Int(channel), route: routeName, routeChannel: routeChannel))
+        }
+        return links
     }
 
     mutating func volumes(_ value: JSONValue, routes: [Session.Route]) -> Session.Volumes {

@@ -27,7 +27,7 @@ final class OSCRig {
         {"name": "headphones", "ports": ["recorder:phones_1", "recorder:phones_2"], "private": true}
         """
 
-    static func session(port: UInt16, osc extra: String = "", routes: String = defaultRoutes) -> String {
+    static func session(port: UInt16, osc extra: String = "", routes: String = defaultRoutes, apps: String = "") -> String {
         """
         {
           "routes": [
@@ -39,19 +39,21 @@ final class OSCRig {
             {"name": "nav", "category": "playback", "options": ["duckOthers", "interruptSpokenAudioAndMixWithOthers"],
              "mode": "voicePrompt", "channels": 1, "connect": ["source:nav"]},
             {"name": "game", "category": "ambient", "connect": ["source:game_[LR]"], "active": true, "resume": "auto"}
+            \(apps.isEmpty ? "" : ", " + apps)
           ],
           "osc": {"port": \(port)\(extra)}
         }
         """
     }
 
-    init(osc extra: String = "", routes: String = OSCRig.defaultRoutes) throws {
+    /// `apps`: more apps (JSON objects, comma-separated) after music, nav and game.
+    init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "") throws {
         server = try JackServer(period: 256)
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
         port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
         sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-osc-\(getpid())-\(port).json")
-        try Self.session(port: port, osc: extra, routes: routes).write(to: sessionFile, atomically: true, encoding: .utf8)
+        try Self.session(port: port, osc: extra, routes: routes, apps: apps).write(to: sessionFile, atomically: true, encoding: .utf8)
         stderrFile = sessionFile.appendingPathExtension("log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         daemon = Process()

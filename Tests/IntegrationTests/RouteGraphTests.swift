@@ -108,4 +108,48 @@ struct RouteGraphTests {
         _ = try ask(client, OSCMessage("/route/select", [.string("headphones")]))
         #expect(abs(rig.level(.phones1) - 0.5 * Decibels.linear(sliderPosition: 0.25)) < 2e-3)
     }
+
+    @Test("a multiRoute app plays channel 1 to the headphones and channel 2 to the speaker at once, by its channel map; others follow the current route")
+    func multiRoute() throws {
+        let dj = """
+            {"name": "dj", "category": "multiRoute", "options": ["mixWithOthers"], "connect": ["source:extra_[LR]"], "active": true,
+             "channelmap": [[1, "headphones:1"], [1, "headphones:2"], [2, "speaker:1"], [2, "speaker:2"]]}
+            """
+        let rig = try OSCRig(apps: dj)
+        defer { rig.close() }
+        rig.play(music: 0.1, extra: 0)
+        rig.source.setSignal([0.3], output: 5)   // extra_L: the cue
+        rig.source.setSignal([0.6], output: 6)   // extra_R: the main mix
+        func levels() -> [Float] { [rig.level(.phones1), rig.level(.phones2, settle: 0), rig.level(.speaker1, settle: 0), rig.level(.speaker2, settle: 0)] }
+        func expectLevels(_ expected: [Float], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            let measured = levels()
+            #expect(zip(measured, expected).allSatisfy { abs($0 - $1) < 2e-3 }, "\(what): measured \(measured), expected \(expected)",
+                    sourceLocation: sourceLocation)
+        }
+        // The cue on both headphone channels, the main mix (and music, on the current route) on the speaker.
+        expectLevels([0.3, 0.3, 0.7, 0.7], "session map")
+
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        #expect(try ask(client, OSCMessage("/app/dj/channelmap"))?.arguments == [.string("/app/dj/channelmap"),
+                .int32(1), .string("headphones:1"), .int32(1), .string("headphones:2"), .int32(2), .string("speaker:1"), .int32(2), .string("speaker:2")])
+        #expect(try ask(client, OSCMessage("/app/dj/channelmap", [.int32(2), .string("headphones:1")]))?.path == "/reply")
+        expectLevels([0.6, 0, 0.1, 0.1], "channel 2 to the left headphone only")
+        #expect(try ask(client, OSCMessage("/app/dj/channelmap", [.string("default")]))?.path == "/reply")
+        expectLevels([0.3, 0.6, 0.4, 0.7], "every channel to every route")
+
+        // Refused, and nothing changes: a map for an app that is not multiRoute, an unknown
+        // route, a channel the route does not have.
+        let refusals: [(OSCMessage, Int32)] = [
+            (OSCMessage("/app/music/channelmap", [.int32(1), .string("speaker:1")]), -2),
+            (OSCMessage("/app/dj/channelmap", [.int32(1), .string("hdmi:1")]), -4),
+            (OSCMessage("/app/dj/channelmap", [.int32(1), .string("speaker:3")]), -2),
+            (OSCMessage("/app/dj/channelmap", [.int32(3), .string("speaker:1")]), -2),
+            (OSCMessage("/app/dj/channelmap", [.int32(1)]), -2),
+        ]
+        for (message, code) in refusals {
+            let answer = try ask(client, message)
+            #expect(answer?.path == "/error" && answer?.arguments.dropFirst().first == .int32(code), "\(message): \(String(describing: answer))")
+        }
+        expectLevels([0.3, 0.6, 0.4, 0.7], "unchanged")
+    }
 }

@@ -105,7 +105,7 @@ struct SessionLoaderTests {
         (#"{"ramp": 0}"#, "Sessions/test.json: ramp: expected a number from 1 to 5000 milliseconds, got 0"),
         (#"{"client": "a:b"}"#, "Sessions/test.json: client: expected a JACK client name (1 to 63 bytes, no ':'), got 'a:b'"),
         (#"{"apps": [{"name": "m", "chanels": 2}]}"#,
-         "Sessions/test.json: apps[0].chanels: unknown field (expected one of active, category, channels, connect, mode, name, options, remote, resume)"),
+         "Sessions/test.json: apps[0].chanels: unknown field (expected one of active, category, channelmap, channels, connect, mode, name, options, remote, resume)"),
         (#"[]"#, "Sessions/test.json: expected an object, got a list"),
         (#"{"apps": [{"name": "g", "category": "ambient", "options": ["duckOthers"]}]}"#,
          "Sessions/test.json: apps[0].options: category ambient takes no options; options are for playback, playAndRecord and multiRoute"),
@@ -114,6 +114,16 @@ struct SessionLoaderTests {
         (#"{"apps": [{"name": "m", "active": "yes"}]}"#, "Sessions/test.json: apps[0].active: expected true or false, got 'yes'"),
         (#"{"ducking": {"rules": [{"ducker": "nav", "ducked": "music", "level": -20, "attack": -5}]}}"#,
          "Sessions/test.json: ducking.rules[0].attack: expected a number from 0 to 60000 milliseconds, got -5"),
+        (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "hdmi:1"]]}]}"#,
+         "Sessions/test.json: apps[0].channelmap[0]: unknown route 'hdmi' (routes: pa)"),
+        (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "pa:2"]]}]}"#,
+         "Sessions/test.json: apps[0].channelmap[0]: route channel: 'pa' has channels 1 to 1, got 2"),
+        (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[3, "pa:1"]]}]}"#,
+         "Sessions/test.json: apps[0].channelmap[0]: app channel: expected 1 to 2, got 3"),
+        (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [["pa:1", 1]]}]}"#,
+         "Sessions/test.json: apps[0].channelmap[0]: expected [app channel, \"route:channel\"], such as [1, \"headphones:1\"]"),
+        (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "m", "category": "playback", "channelmap": [[1, "pa:1"]]}]}"#,
+         "Sessions/test.json: apps[0].channelmap: only multiRoute apps have a channel map (this one is playback)"),
     ])
     func brokenFiles(json: String, expected: String) {
         let lines = problems(json)
