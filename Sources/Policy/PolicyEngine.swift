@@ -106,11 +106,14 @@ private struct Transition {
             ordered.append(.appRemoved(name))
             save = true
         case let .activate(name):
-            try activate(state.index(of: name))
+            let index = try state.index(of: name)
+            try activate(index)
+            state.apps[index].activatedByRequest = true
         case let .deactivate(name, notifyOthers):
             let index = try state.index(of: name)
             guard state.apps[index].activity != .inactive else { return }
             state.apps[index].activity = .inactive
+            state.apps[index].activatedByRequest = false
             endInterruptions(by: name, shouldResume: notifyOthers, everything: true)
         case let .outsideInterruptionBegan(source):
             try beginOutsideInterruption(source)
@@ -274,6 +277,7 @@ private struct Transition {
 
     mutating func interrupt(_ index: Int, by interrupter: Interrupter) {
         state.apps[index].activity = .interrupted(by: interrupter)
+        state.apps[index].activatedByRequest = false
         let reason: InterruptionReason = if case .routeDisconnected = interrupter { .routeDisconnected } else { .default }
         ordered.append(.notify(.interruption(app: state.apps[index].name, phase: .began, shouldResume: false, reason: reason)))
     }

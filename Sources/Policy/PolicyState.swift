@@ -33,6 +33,14 @@ public struct AppSession: Equatable, Sendable {
     public var activationSequence: Int?
     /// A multiRoute app's channel map; nil: every channel to every available route.
     public var channelMap: [ChannelLink]?
+    /// Whether the app itself (or a person) activated it since it was last interrupted or
+    /// deactivated. A recording app hears the input only then: an automatic resume never
+    /// re-opens a microphone (§5.8).
+    public var activatedByRequest = false
+
+    /// Whether the app receives the input route now: a recording category, active, and activated
+    /// on request since its last interruption.
+    public var receivesInput: Bool { configuration.category.recordsInput && isActive && activatedByRequest }
 
     public var name: String { configuration.name }
     public var isActive: Bool { activity == .active }

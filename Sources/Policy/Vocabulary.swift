@@ -34,6 +34,9 @@ public enum ResumePolicy: String, CaseIterable, Sendable, Codable {
 
 extension Category {
     /// Whether options may be set: only categories that can choose to mix (DESIGN.md §5.1).
+    /// `record` and `playAndRecord` receive the input route (§5.8).
+    public var recordsInput: Bool { self == .record || self == .playAndRecord }
+
     public var acceptsOptions: Bool {
         switch self {
         case .playback, .playAndRecord, .multiRoute: true

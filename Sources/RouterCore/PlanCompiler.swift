@@ -71,6 +71,11 @@ struct PlanCompiler {
         cells.keys.contains { $0.input == key }
     }
 
+    /// Whether any cell (audible or fading) still writes the output with this key.
+    func hasCells(output key: Int32) -> Bool {
+        cells.keys.contains { $0.output == key }
+    }
+
     /// Builds the next plan.
     /// - Parameters:
     ///   - now: frames the audio thread has processed so far.

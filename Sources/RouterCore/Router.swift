@@ -46,6 +46,9 @@ public final class Router: @unchecked Sendable {
         var gain: Float
         /// The ramp of the latest gain change, until a plan carrying it is published.
         var pendingRamp: Int32?
+        /// Recording apps: `<app>_capture_<n>`, one per input channel, fed from the input route.
+        var capturePorts: [JackPort] = []
+        var captureSlots: [Int32] = []
     }
 
     private struct RouteState {
@@ -75,6 +78,8 @@ public final class Router: @unchecked Sendable {
         var name: String
         var ports: [JackPort]
         var meterSlots: [Int32]
+        var capturePorts: [JackPort] = []
+        var captureSlots: [Int32] = []
         /// The first published plan without any of its cells.
         var clearedInPlan: UInt64?
     }
@@ -93,6 +98,13 @@ public final class Router: @unchecked Sendable {
     private var retiring: [RetiringApp] = []
     private var freeInputSlots: [Int32] = []
     private var nextInputSlot: Int32 = 0
+    private var freeOutputSlots: [Int32] = []
+    private var nextOutputSlot: Int32 = 0
+    private let maxOutputChannels: Int
+    /// The input route (DESIGN.md §2): `input_<n>`, fed by the session's `input.ports`.
+    private var inputPorts: [JackPort] = []
+    private var inputSlots: [Int32] = []
+    private var inputSources: [String] = []
     private var saveRequests = 0
     private var routes: [RouteState] = []
     /// The route every app plays to (the policy's current route), as an index into `routes`.
@@ -128,6 +140,7 @@ public final class Router: @unchecked Sendable {
         onNotification = configuration.onNotification
         defaultChannelCount = configuration.defaultChannelCount
         maxInputChannels = configuration.engine.maxInputChannels
+        maxOutputChannels = configuration.engine.maxOutputChannels
         let session = configuration.session
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
         compiler = PlanCompiler(slotCapacity: configuration.engine.gainSlotCapacity)
@@ -172,6 +185,7 @@ public final class Router: @unchecked Sendable {
         }
         queue.sync {
             connectRoutes()
+            connectInputs()
             for index in apps.indices { connectSources(ofApp: index) }
             startHousekeeping(every: configuration.housekeepingInterval)
             for app in session.apps where app.startsActive {
@@ -227,9 +241,15 @@ public final class Router: @unchecked Sendable {
     }
 
     private func registerPorts(_ session: Session) throws {
-        var nextOutputSlot: Int32 = 0
+        inputSources = session.input.ports
+        for n in inputSources.indices {
+            inputPorts.append(try client.registerAudioPort("input_\(n + 1)", direction: .input))
+            inputSlots.append(nextInputSlot)
+            nextInputSlot += 1
+        }
         for app in session.apps {
             try addApp(app.name, channelCount: app.channelCount, connect: app.connect)
+            if app.category.recordsInput { try addCapturePorts(toApp: apps.count - 1) }
         }
         for route in session.routes {
             var ports: [JackPort] = []
@@ -251,10 +271,11 @@ public final class Router: @unchecked Sendable {
         // An app removed moments ago still owns its port names while it fades: take them back.
         if let index = retiring.firstIndex(where: { $0.name == name && $0.ports.count == channelCount }) {
             let old = retiring.remove(at: index)
-            apps.append(AppState(name: name, ports: old.ports, meterSlots: old.meterSlots, connect: connect, gain: 0))
+            apps.append(AppState(name: name, ports: old.ports, meterSlots: old.meterSlots, connect: connect, gain: 0,
+                                 capturePorts: old.capturePorts, captureSlots: old.captureSlots))
             return
         }
-        let used = apps.reduce(0) { $0 + $1.ports.count } + retiring.reduce(0) { $0 + $1.ports.count }
+        let used = apps.reduce(0) { $0 + $1.ports.count } + retiring.reduce(0) { $0 + $1.ports.count } + inputPorts.count
         guard used + channelCount <= maxInputChannels else {
             throw RouterError.capacity("'\(name)' needs \(channelCount) more input channels; the engine has \(maxInputChannels - used) left")
         }
@@ -276,6 +297,55 @@ public final class Router: @unchecked Sendable {
             throw error
         }
         apps.append(AppState(name: name, ports: ports, meterSlots: slots, connect: connect, gain: 0))
+    }
+
+    /// Gives a recording app its capture outputs `<app>_capture_<n>`, one per input channel (none
+    /// when the session has no input). Kept until the app is removed.
+    private func addCapturePorts(toApp index: Int) throws {
+        guard !inputPorts.isEmpty, apps[index].capturePorts.isEmpty else { return }
+        let used = Int(nextOutputSlot) - freeOutputSlots.count
+        guard used + inputPorts.count <= maxOutputChannels else {
+            throw RouterError.capacity("'\(apps[index].name)' needs \(inputPorts.count) capture outputs; the engine has \(maxOutputChannels - used) left")
+        }
+        var ports: [JackPort] = []
+        do {
+            for n in 1...inputPorts.count {
+                ports.append(try client.registerAudioPort("\(apps[index].name)_capture_\(n)", direction: .output))
+            }
+        } catch {
+            for port in ports { client.unregister(port) }
+            throw error
+        }
+        apps[index].capturePorts = ports
+        apps[index].captureSlots = ports.map { _ in
+            if let slot = freeOutputSlots.popLast() { return slot }
+            nextOutputSlot += 1
+            return nextOutputSlot - 1
+        }
+    }
+
+    private func addCapturePortsLogging(_ name: String) {
+        guard let index = apps.firstIndex(where: { $0.name == name }) else { return }
+        do {
+            try addCapturePorts(toApp: index)
+        } catch {
+            logger.error("'\(name)' gets no capture ports: \(error)")
+        }
+    }
+
+    /// Connects the session's input ports to the input route's ports, where they exist.
+    private func connectInputs(onlyPort newPort: String? = nil) {
+        for (k, source) in inputSources.enumerated() where newPort == nil || newPort == source {
+            guard client.portExists(source) else {
+                logger.warning("input port is missing; will connect when it appears", metadata: ["port": "\(source)"])
+                continue
+            }
+            do {
+                try client.connect(source, to: inputPorts[k].name)
+            } catch {
+                logger.error("\(error)", metadata: ["input": "\(source)"])
+            }
+        }
     }
 
     /// Connects each route channel to its destination port, where that port exists.
@@ -326,6 +396,7 @@ public final class Router: @unchecked Sendable {
             // Connected first, so audio moved to a route that just appeared is heard at once.
             if routes.contains(where: { $0.destinations.contains(name) }) { connectRoutes(onlyPort: name) }
             updateRoutePresence(port: name)
+            if inputSources.contains(name) { connectInputs(onlyPort: name) }
             for index in apps.indices where apps[index].connect.contains(where: { $0.matches(name) }) {
                 connectSources(ofApp: index)
             }
@@ -409,15 +480,17 @@ public final class Router: @unchecked Sendable {
     private func removeRetiredPorts() {
         guard !retiring.isEmpty, !needsPublish else { return }
         for index in retiring.indices where retiring[index].clearedInPlan == nil {
-            if !retiring[index].meterSlots.contains(where: compiler.hasCells(input:)) {
+            if !retiring[index].meterSlots.contains(where: compiler.hasCells(input:))
+                && !retiring[index].captureSlots.contains(where: compiler.hasCells(output:)) {
                 retiring[index].clearedInPlan = publishedGeneration
             }
         }
         let adopted = engine.adoptedPlanGeneration
         retiring.removeAll { app in
             guard let cleared = app.clearedInPlan, adopted >= cleared else { return false }
-            for port in app.ports { client.unregister(port) }
+            for port in app.ports + app.capturePorts { client.unregister(port) }
             freeInputSlots.append(contentsOf: app.meterSlots)
+            freeOutputSlots.append(contentsOf: app.captureSlots)
             return true
         }
     }
@@ -444,7 +517,7 @@ public final class Router: @unchecked Sendable {
     private func publishPlan(startFrame: UInt32? = nil) throws(RouterError) {
         let inputs = apps.flatMap { app in
             zip(app.ports, app.meterSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
-        }
+        } + zip(inputPorts, inputSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
         var outputs: [PlanCompiler.Output] = []
         // Every app plays to the current route; a route change crossfades at the fade ramp.
         // multiRoute apps play to every available route at once, through their channel map.
@@ -477,6 +550,14 @@ public final class Router: @unchecked Sendable {
                     for c in channels { feeds.append((app.meterSlots[c], app.gain * route.gain, ramp)) }
                 }
                 outputs.append(.init(port: port.handle, key: route.meterSlots[k], feeds: feeds))
+            }
+        }
+        // Recording apps hear the input route, channel for channel, only while they may (§5.8).
+        for app in apps where !app.capturePorts.isEmpty {
+            let open = sessions[app.name]?.receivesInput == true
+            for (k, port) in app.capturePorts.enumerated() {
+                let feeds: [(input: Int32, gain: Float, rampFrames: Int32)] = open ? [(inputSlots[k], Float(1), rampFrames)] : []
+                outputs.append(.init(port: port.handle, key: app.captureSlots[k], feeds: feeds))
             }
         }
         var result: PlanCompiler.Result
@@ -684,6 +765,13 @@ public final class Router: @unchecked Sendable {
         }
         for index in appsBefore..<apps.count { connectSources(ofApp: index) }
         for (r, flag) in enabled { routes[r].enabled = flag }
+        // Apps that record (new ones, or ones whose category changed) get capture outputs.
+        for case let .appAdded(configuration) in effects where configuration.category.recordsInput {
+            addCapturePortsLogging(configuration.name)
+        }
+        for case let .appChanged(configuration) in effects where configuration.category.recordsInput {
+            addCapturePortsLogging(configuration.name)
+        }
         policy = next
         for effect in effects { carryOut(effect) }
         if startFrame != nil {
@@ -722,7 +810,8 @@ public final class Router: @unchecked Sendable {
         case let .appRemoved(name):
             guard let index = apps.firstIndex(where: { $0.name == name }) else { return }
             let app = apps.remove(at: index)
-            retiring.append(RetiringApp(name: app.name, ports: app.ports, meterSlots: app.meterSlots))
+            retiring.append(RetiringApp(name: app.name, ports: app.ports, meterSlots: app.meterSlots,
+                                        capturePorts: app.capturePorts, captureSlots: app.captureSlots))
         case let .appGain(name, gain, milliseconds):
             guard let index = apps.firstIndex(where: { $0.name == name }) else { return }
             apps[index].gain = gain
@@ -776,7 +865,7 @@ public final class Router: @unchecked Sendable {
                 client: client.name, server: client.serverName, sampleRate: sampleRate, bufferSize: bufferSize,
                 rampMilliseconds: rampMilliseconds,
                 apps: apps.map { app in
-                    .init(name: app.name, ports: app.ports.map(\.name),
+                    .init(name: app.name, ports: (app.ports + app.capturePorts).map(\.name),
                           state: mix[app.name]?.state.rawValue ?? "inactive",
                           volume: Double(Decibels.sliderPosition(linear: policy.state.app(app.name)?.volume ?? 1)),
                           gainDecibels: Double(Decibels.level(app.gain)),

@@ -27,7 +27,8 @@ final class OSCRig {
         {"name": "headphones", "ports": ["recorder:phones_1", "recorder:phones_2"], "private": true}
         """
 
-    static func session(port: UInt16, osc extra: String = "", routes: String = defaultRoutes, apps: String = "") -> String {
+    static func session(port: UInt16, osc extra: String = "", routes: String = defaultRoutes, apps: String = "",
+                        input: [String] = []) -> String {
         """
         {
           "routes": [
@@ -41,19 +42,20 @@ final class OSCRig {
             {"name": "game", "category": "ambient", "connect": ["source:game_[LR]"], "active": true, "resume": "auto"}
             \(apps.isEmpty ? "" : ", " + apps)
           ],
+          "input": {"ports": [\(input.map { "\"\($0)\"" }.joined(separator: ", "))]},
           "osc": {"port": \(port)\(extra)}
         }
         """
     }
 
     /// `apps`: more apps (JSON objects, comma-separated) after music, nav and game.
-    init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "") throws {
+    init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "", input: [String] = []) throws {
         server = try JackServer(period: 256)
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
         port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
         sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-osc-\(getpid())-\(port).json")
-        try Self.session(port: port, osc: extra, routes: routes, apps: apps).write(to: sessionFile, atomically: true, encoding: .utf8)
+        try Self.session(port: port, osc: extra, routes: routes, apps: apps, input: input).write(to: sessionFile, atomically: true, encoding: .utf8)
         stderrFile = sessionFile.appendingPathExtension("log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         daemon = Process()

@@ -152,4 +152,41 @@ struct RouteGraphTests {
         }
         expectLevels([0.3, 0.6, 0.4, 0.7], "unchanged")
     }
+
+    @Test("a record app's capture ports carry the input only while it is active; after an outside interruption they stay silent until the app activates again, even when it resumes by itself")
+    func recordInput() throws {
+        let rec = """
+            {"name": "rec", "category": "record", "channels": 1, "resume": "auto"}
+            """
+        let rig = try OSCRig(apps: rec, input: ["source:extra_L"])
+        defer { rig.close() }
+        let taker = try TestClient(name: "taker", server: rig.server.name, inputs: ["in_1"])
+        defer { taker.close() }
+        try taker.connect("duckrouter:rec_capture_1", to: "taker:in_1")
+        rig.source.setSignal([0.4], output: 5)   // extra_L: the microphone
+        func captured(settle: Double = 0.15) -> Float {
+            Thread.sleep(forTimeInterval: settle)
+            let take = taker.record(seconds: 0.05).channels[0]
+            return take.map(abs).max() ?? .nan
+        }
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        func send(_ path: String, _ arguments: [OSCArgument] = []) throws {
+            let answer = try ask(client, OSCMessage(path, arguments))
+            #expect(answer?.path == "/reply", "\(path): \(String(describing: answer))")
+        }
+        #expect(captured() == 0, "inactive: silence")
+        try send("/app/rec/activate")
+        #expect(abs(captured() - 0.4) < 1e-6, "active: the input, exactly")
+        try send("/system/interruption/begin", [.string("phone")])
+        #expect(captured() == 0, "interrupted: silence")
+        try send("/system/interruption/end", [.string("phone"), .int32(1)])
+        Thread.sleep(forTimeInterval: 0.1)
+        let apps = try #require(rig.settings()["apps"] as? [[String: Any]])
+        #expect(apps.first { $0["name"] as? String == "rec" }?["state"] as? String == "active", "resumed by itself (resume auto)")
+        #expect(captured(settle: 0.3) == 0, "but the input stays closed")
+        try send("/app/rec/activate")
+        #expect(abs(captured() - 0.4) < 1e-6, "until the app activates again")
+        try send("/app/rec/deactivate")
+        #expect(captured() == 0)
+    }
 }
