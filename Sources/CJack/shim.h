@@ -24,4 +24,10 @@ static inline const char *CJackShims_default_audio_type(void) {
     return JACK_DEFAULT_AUDIO_TYPE;
 }
 
+/// The metadata key for a port's pretty name (an exported global, which Swift 6 will not read
+/// directly because it is mutable C state).
+static inline const char *CJackShims_pretty_name_key(void) {
+    return JACK_METADATA_PRETTY_NAME;
+}
+
 #endif

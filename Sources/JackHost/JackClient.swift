@@ -124,6 +124,27 @@ public final class JackClient {
         jack_port_unregister(handle, port.pointer)
     }
 
+    /// Sets the port's pretty name (JACK metadata `http://jackaudio.org/metadata/pretty-name`),
+    /// what patchbays such as QjackCtl, Carla and RaySession show instead of the raw name.
+    /// Returns false when the server refused (older servers without metadata).
+    @discardableResult
+    public func setPrettyName(_ port: JackPort, _ prettyName: String) -> Bool {
+        jack_set_property(handle, jack_port_uuid(port.pointer), CJackShims_pretty_name_key(), prettyName, nil) == 0
+    }
+
+    /// The pretty name of the port named `fullName`, if it has one.
+    public func prettyName(of fullName: String) -> String? {
+        guard let port = jack_port_by_name(handle, fullName) else { return nil }
+        var value: UnsafeMutablePointer<CChar>?
+        var type: UnsafeMutablePointer<CChar>?
+        guard jack_get_property(jack_port_uuid(port), CJackShims_pretty_name_key(), &value, &type) == 0, let value else { return nil }
+        defer {
+            jack_free(value)
+            if let type { jack_free(type) }
+        }
+        return String(cString: value)
+    }
+
     /// Connects two ports by full name. Already connected counts as success.
     public func connect(_ source: String, to destination: String) throws(JackError) {
         let code = jack_connect(handle, source, destination)

@@ -42,6 +42,8 @@ public final class Router: @unchecked Sendable {
         var ports: [JackPort]
         var meterSlots: [Int32]
         var connect: [PortPattern]
+        /// Only `connect` sources may feed it: other connections are removed.
+        var exclusive = false
         /// Linear gain the policy wants (volume, ducking and audibility together).
         var gain: Float
         /// The ramp of the latest gain change, until a plan carrying it is published.
@@ -247,8 +249,10 @@ public final class Router: @unchecked Sendable {
             inputSlots.append(nextInputSlot)
             nextInputSlot += 1
         }
+        setPrettyNames(inputPorts, "input")
         for app in session.apps {
             try addApp(app.name, channelCount: app.channelCount, connect: app.connect)
+            apps[apps.count - 1].exclusive = app.exclusive
             if app.category.recordsInput { try addCapturePorts(toApp: apps.count - 1) }
         }
         for route in session.routes {
@@ -259,6 +263,7 @@ public final class Router: @unchecked Sendable {
                 slots.append(nextOutputSlot)
                 nextOutputSlot += 1
             }
+            setPrettyNames(ports, route.name)
             routes.append(RouteState(name: route.name, ports: ports, meterSlots: slots, destinations: route.ports,
                                      gain: policy.state.systemVolume(route.name) ?? 1))
         }
@@ -296,7 +301,22 @@ public final class Router: @unchecked Sendable {
             freeInputSlots.append(contentsOf: slots)
             throw error
         }
+        setPrettyNames(ports, name)
         apps.append(AppState(name: name, ports: ports, meterSlots: slots, connect: connect, gain: 0))
+    }
+
+    /// What patchbays show for channel `n` (from 1) of `count`: "music L"/"music R" for a pair,
+    /// "nav" for one channel, "surround 3" otherwise.
+    static func prettyName(_ base: String, channel n: Int, of count: Int) -> String {
+        switch count {
+        case 1: base
+        case 2: "\(base) \(n == 1 ? "L" : "R")"
+        default: "\(base) \(n)"
+        }
+    }
+
+    private func setPrettyNames(_ ports: [JackPort], _ base: String) {
+        for (k, port) in ports.enumerated() { client.setPrettyName(port, Self.prettyName(base, channel: k + 1, of: ports.count)) }
     }
 
     /// Gives a recording app its capture outputs `<app>_capture_<n>`, one per input channel (none
@@ -316,6 +336,7 @@ public final class Router: @unchecked Sendable {
             for port in ports { client.unregister(port) }
             throw error
         }
+        setPrettyNames(ports, "\(apps[index].name) capture")
         apps[index].capturePorts = ports
         apps[index].captureSlots = ports.map { _ in
             if let slot = freeOutputSlots.popLast() { return slot }
@@ -376,11 +397,25 @@ public final class Router: @unchecked Sendable {
         for pattern in app.connect {
             for port in candidates where pattern.matches(port) && !sources.contains(port) { sources.append(port) }
         }
-        for (source, channel) in ChannelMap.sourceAssignments(sources: sources, channels: app.ports.count) {
+        let assignments = ChannelMap.sourceAssignments(sources: sources, channels: app.ports.count)
+        for (source, channel) in assignments {
             do {
                 try client.connect(source, to: app.ports[channel].name)
             } catch {
                 logger.error("\(error)", metadata: ["app": "\(app.name)"])
+            }
+        }
+        // Never removes a connection a person made, unless the app is exclusive.
+        guard app.exclusive else { return }
+        for (channel, port) in app.ports.enumerated() {
+            for source in client.connections(of: port.name)
+            where !assignments.contains(where: { $0.source == source && $0.channel == channel }) {
+                do {
+                    try client.disconnect(source, from: port.name)
+                    logger.notice("removed a connection to an exclusive app", metadata: ["app": "\(app.name)", "source": "\(source)"])
+                } catch {
+                    logger.error("\(error)", metadata: ["app": "\(app.name)"])
+                }
             }
         }
     }
@@ -428,7 +463,12 @@ public final class Router: @unchecked Sendable {
             logger.error("the JACK server shut the router down: \(reason)")
             stopOnQueue()
             onServerLost(reason)
-        case .portsConnected, .portsDisconnected:
+        case let .portsConnected(_, destination):
+            // Someone connected to an exclusive app: only its own sources stay.
+            for index in apps.indices where apps[index].exclusive && apps[index].ports.contains(where: { $0.name == destination }) {
+                connectSources(ofApp: index)
+            }
+        case .portsDisconnected:
             break
         }
     }

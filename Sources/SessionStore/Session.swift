@@ -61,6 +61,9 @@ public struct Session: Equatable, Sendable {
         public var channelCount: Int = 2
         /// Patterns over full JACK port names whose ports feed this app's inputs.
         public var connect: [PortPattern] = []
+        /// The `connect` rule is the only way in: connections from other ports (made by hand or by
+        /// another tool) are removed. Without it, hand-made connections are left alone.
+        public var exclusive: Bool = false
         public var remote: [RemoteCommand] = []
         public var resume: ResumePolicy = .app
         /// Activated by the router at start (for plain JACK sources nobody else activates).

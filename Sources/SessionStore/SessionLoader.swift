@@ -173,7 +173,7 @@ private struct Validator {
         for (i, item) in list.enumerated() {
             let path = "apps[\(i)]"
             guard let fields = object(item, path, allowed: ["name", "category", "options", "mode", "channels",
-                                                             "connect", "remote", "resume", "active", "channelmap"]) else { continue }
+                                                             "connect", "exclusive", "remote", "resume", "active", "channelmap"]) else { continue }
             guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
             if let first = seen[name] {
                 fail("\(path).name", "app '\(name)' is already declared at apps[\(first)]")
@@ -204,6 +204,7 @@ private struct Validator {
             }
             if let v = fields["resume"], let r: ResumePolicy = word(v, "\(path).resume") { app.resume = r }
             if let v = fields["active"], let b = bool(v, "\(path).active") { app.startsActive = b }
+            if let v = fields["exclusive"], let b = bool(v, "\(path).exclusive") { app.exclusive = b }
             if let v = fields["channelmap"] { app.channelMap = channelMap(v, "\(path).channelmap", app: app, routes: routes) }
             // The combination rules of DESIGN.md §5.1, checked where the person wrote them.
             if !app.options.isEmpty && !app.category.acceptsOptions {

@@ -189,4 +189,45 @@ struct RouteGraphTests {
         try send("/app/rec/deactivate")
         #expect(captured() == 0)
     }
+
+    @Test("patchbay rules: a plain JACK client named by a connect pattern is connected when it starts and again when it restarts, a hand-made connection survives, an exclusive app keeps only its own; ports carry pretty names")
+    func patchbay() throws {
+        let apps = """
+            {"name": "synth", "category": "ambient", "connect": ["tone:out_[12]"], "active": true},
+            {"name": "strict", "category": "ambient", "connect": ["tone:out_1"], "exclusive": true}
+            """
+        let rig = try OSCRig(apps: apps)
+        defer { rig.close() }
+        let observer = rig.recorder.client
+        func sources(_ port: String) -> Set<String> { Set(observer.connections(of: "duckrouter:\(port)")) }
+
+        var tone = try TestClient(name: "tone", server: rig.server.name, outputs: ["out_1", "out_2"])
+        try waitFor("the tone generator to be connected when it starts") {
+            sources("synth_in_1") == ["tone:out_1"] && sources("synth_in_2") == ["tone:out_2"] && sources("strict_in_1") == ["tone:out_1"]
+        }
+        // A person patches more by hand.
+        try rig.source.connect("source:extra_L", to: "duckrouter:synth_in_1")
+        try rig.source.connect("source:extra_R", to: "duckrouter:strict_in_1")
+        try waitFor("the exclusive app to drop the hand-made connection") { sources("strict_in_1") == ["tone:out_1"] }
+        #expect(sources("synth_in_1") == ["tone:out_1", "source:extra_L"], "kept on the app that is not exclusive")
+
+        // The tone generator quits and starts again.
+        tone.close()
+        try waitFor("its connections to go") { sources("synth_in_1") == ["source:extra_L"] }
+        tone = try TestClient(name: "tone", server: rig.server.name, outputs: ["out_1", "out_2"])
+        defer { tone.close() }
+        try waitFor("the tone generator to be connected again when it restarts") {
+            sources("synth_in_1") == ["tone:out_1", "source:extra_L"] && sources("synth_in_2") == ["tone:out_2"]
+                && sources("strict_in_1") == ["tone:out_1"]
+        }
+        // And its audio arrives: synth (ambient, active) plays 0.2 on the speaker.
+        tone.setSignal([0.2], output: 0)
+        tone.setSignal([0.2], output: 1)
+        #expect(abs(rig.level(.speaker2) - 0.2) < 2e-3)
+
+        #expect(observer.prettyName(of: "duckrouter:synth_in_1") == "synth L")
+        #expect(observer.prettyName(of: "duckrouter:synth_in_2") == "synth R")
+        #expect(observer.prettyName(of: "duckrouter:nav_in_1") == "nav")
+        #expect(observer.prettyName(of: "duckrouter:headphones_out_2") == "headphones R")
+    }
 }
