@@ -486,7 +486,7 @@ public final class Router: @unchecked Sendable {
             let name = routes[index].name
             let available = present && routes[index].enabled
             guard available != policy.state.availableRoutes.contains(name) else { continue }
-            logger.info(present ? "a route's device appeared" : "a route's device went away", metadata: ["route": "\(name)"])
+            logger.info(present ? "a route's device is there" : "a route's device is missing", metadata: ["route": "\(name)"])
             do throws(RouterError) {
                 _ = try performOnQueue([Change(.setRouteAvailable(route: name, available))], fromGraph: true)
             } catch {
