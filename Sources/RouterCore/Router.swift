@@ -30,6 +30,10 @@ public final class Router: @unchecked Sendable {
         public var onNotification: @Sendable (PolicyNotification) -> Void = { _ in }
         /// Channels of an app registered at run time when the caller does not say.
         public var defaultChannelCount = 2
+        /// Receives the state to keep (volumes, silent switch, selected route, ducking, apps)
+        /// at most 200 ms after a change that the policy asks to save, coalesced, on the control
+        /// queue, and once more on stop if one is pending. It must not block: write elsewhere.
+        public var onSave: (@Sendable (SavedState) -> Void)?
 
         public init(session: Session, server: String? = nil) {
             self.session = session
@@ -93,6 +97,8 @@ public final class Router: @unchecked Sendable {
     private let rampMilliseconds: Double
     private let onServerLost: @Sendable (String) -> Void
     private let onNotification: @Sendable (PolicyNotification) -> Void
+    private let onSave: (@Sendable (SavedState) -> Void)?
+    private var savePending = false
     private let defaultChannelCount: Int
     private let maxInputChannels: Int
     private var policy: PolicyEngine
@@ -140,6 +146,7 @@ public final class Router: @unchecked Sendable {
         self.logger = logger
         self.onServerLost = onServerLost
         onNotification = configuration.onNotification
+        onSave = configuration.onSave
         defaultChannelCount = configuration.defaultChannelCount
         maxInputChannels = configuration.engine.maxInputChannels
         maxOutputChannels = configuration.engine.maxOutputChannels
@@ -168,6 +175,13 @@ public final class Router: @unchecked Sendable {
             // Routes whose device is not there yet start unavailable (DESIGN.md §2).
             try onQueue { () throws(RouterError) in
                 updateRoutePresence()
+                if let route = session.selectedRoute {
+                    if policy.state.availableRoutes.contains(route) {
+                        _ = try? performOnQueue([Change(.selectRoute(route))])
+                    } else {
+                        logger.notice("the route selected when the router last ran is not available now", metadata: ["route": "\(route)"])
+                    }
+                }
                 try publishPlan()
             }
             try client.activate()
@@ -212,6 +226,10 @@ public final class Router: @unchecked Sendable {
 
     private func stopOnQueue() {
         guard !stopped else { return }
+        if savePending, let onSave {
+            savePending = false
+            onSave(savedState())
+        }
         stopped = true
         timer?.cancel()
         timer = nil
@@ -228,6 +246,7 @@ public final class Router: @unchecked Sendable {
             (name: route.name, volume: Decibels.linear(sliderPosition: Float(session.volumes.routes[route.name] ?? 1)))
         }
         var policy = PolicyEngine(routes: routes, ducking: session.ducking, fadeMilliseconds: fadeMilliseconds,
+                                  silentSwitch: session.silentSwitch,
                                   fallback: (session.routes.first { $0.isBuiltIn } ?? session.routes.first)?.name,
                                   privateRoutes: Set(session.routes.filter(\.isPrivate).map(\.name)))
         do throws(PolicyError) {
@@ -866,9 +885,42 @@ public final class Router: @unchecked Sendable {
         case let .notify(notification):
             onNotification(notification)
         case .save:
-            // Persistence comes with the session-files issue; count the requests meanwhile.
             saveRequests += 1
+            scheduleSave()
         }
+    }
+
+    /// Coalesces save requests: the state is taken 200 ms after the first of a burst.
+    private func scheduleSave() {
+        guard onSave != nil, !savePending else { return }
+        savePending = true
+        queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
+            guard let self, savePending, !stopped else { return }
+            savePending = false
+            onSave?(savedState())
+        }
+    }
+
+    /// What a restart should find (SessionStore.SavedState), from the policy and the ports.
+    private func savedState() -> SavedState {
+        let state = policy.state
+        // Slider positions to 6 decimals: 0.3, not 0.30000001192092896 (the policy keeps floats).
+        func position(_ linear: Float) -> Double { (Double(Decibels.sliderPosition(linear: linear)) * 1e6).rounded() / 1e6 }
+        let channels = Dictionary(apps.map { ($0.name, $0.ports.count) }, uniquingKeysWith: { a, _ in a })
+        return SavedState(
+            silent: state.silentSwitch, selectedRoute: state.selectedRoute,
+            ducking: .init(level: state.ducking.level, attack: state.ducking.attack, release: state.ducking.release),
+            routeVolumes: Dictionary(state.systemVolumes.map { ($0.route, position($0.volume)) },
+                                     uniquingKeysWith: { a, _ in a }),
+            appVolumes: Dictionary(state.apps.map { ($0.name, position($0.volume)) },
+                                   uniquingKeysWith: { a, _ in a }),
+            apps: state.apps.map { app in
+                let c = app.configuration
+                return SavedState.App(name: app.name, category: c.category.rawValue, options: c.options.map(\.rawValue).sorted(),
+                                      mode: c.mode.rawValue, remote: c.remoteCommands.map(\.rawValue).sorted(),
+                                      resume: c.resume.rawValue, channels: channels[app.name] ?? defaultChannelCount,
+                                      channelmap: app.channelMap?.map { .init(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
+            })
     }
 
     /// Runs `body` on the control queue, keeping its typed error.

@@ -14,6 +14,9 @@ public struct Session: Equatable, Sendable {
     public var ducking = DuckingSettings()
     public var apps: [App] = []
     public var volumes = Volumes()
+    /// Run-time state brought back from the state file (not fields of the session file).
+    public var silentSwitch = false
+    public var selectedRoute: String?
 
     public init() {}
 
@@ -70,6 +73,9 @@ public struct Session: Equatable, Sendable {
         public var startsActive: Bool = false
         /// multiRoute apps: which app channel feeds which route channel; nil: all to all.
         public var channelMap: [ChannelLink]?
+        /// Registered over OSC in an earlier run and brought back from the state file: it belongs
+        /// to nobody until a program registers it again.
+        public var registeredAtRunTime = false
 
         public init(name: String, category: Category = .soloAmbient, channelCount: Int = 2,
                     connect: [PortPattern] = []) {

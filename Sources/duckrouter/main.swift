@@ -41,6 +41,9 @@ struct DuckRouterCommand: ParsableCommand {
     @Option(name: .customLong("osc-bind"), help: "Address to listen on for OSC (default: the session's osc.bind, else 127.0.0.1; 0.0.0.0 for every interface).")
     var oscBind: String?
 
+    @Option(name: .customLong("state"), help: "Where run-time changes are kept (default: beside the session, Sessions/x.json → Sessions/x.state.json).")
+    var statePath: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -77,7 +80,28 @@ struct DuckRouterCommand: ParsableCommand {
             throw ExitCode(2)
         }
 
-        var configuration = Router.Configuration(session: loaded, server: server)
+        // Run-time changes from earlier runs (docs/SESSIONS.md, "Run-time changes are kept").
+        let stateFile = StateFile(path: statePath ?? StateFile.path(besideSession: session))
+        var restored = loaded
+        do {
+            if let saved = try stateFile.load() {
+                let (merged, notes) = loaded.applying(saved)
+                restored = merged
+                for note in notes { logger.notice("state file: \(note); left out", metadata: ["file": "\(stateFile.path)"]) }
+                logger.info("restored the state of the last run", metadata: ["file": "\(stateFile.path)"])
+            }
+        } catch {
+            let aside = stateFile.moveAside()
+            logger.error("\(error); starting from the session alone\(aside.map { " (the unreadable file is kept as \($0))" } ?? "")")
+        }
+        let saves = DispatchQueue(label: "duckrouter.save", qos: .utility)
+
+        var configuration = Router.Configuration(session: restored, server: server)
+        configuration.onSave = { state in
+            saves.async {
+                do throws(StateFile.LoadError) { try stateFile.save(state) } catch { logger.error("\(error)") }
+            }
+        }
         configuration.clientName = clientName
         configuration.rampMilliseconds = rampMilliseconds
         let relay = NotificationRelay()
@@ -142,7 +166,8 @@ struct DuckRouterCommand: ParsableCommand {
         // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
         stopRequested.wait()
         control.stop()
-        router.stop()
+        router.stop()      // hands over a pending save
+        saves.sync {}      // and waits for it to be written
         Foundation.exit(0)
     }
 }

@@ -14,7 +14,7 @@ final class OSCRig {
     let server: JackServer
     let source: TestClient
     let recorder: TestClient
-    let daemon: Process
+    private(set) var daemon: Process
     let port: UInt16
     let sessionFile: URL
     private let stderrFile: URL
@@ -59,9 +59,19 @@ final class OSCRig {
         stderrFile = sessionFile.appendingPathExtension("log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         daemon = Process()
+        try startDaemon()
+    }
+
+    /// The state file the daemon keeps beside the session.
+    var stateFile: URL { sessionFile.deletingPathExtension().appendingPathExtension("state.json") }
+
+    private func startDaemon() throws {
+        daemon = Process()
         daemon.executableURL = DaemonTests.binary
         daemon.arguments = ["--server", server.name, sessionFile.path]
-        daemon.standardError = try FileHandle(forWritingTo: stderrFile)
+        let log = try FileHandle(forWritingTo: stderrFile)
+        log.seekToEndOfFile()
+        daemon.standardError = log
         daemon.standardOutput = FileHandle.nullDevice
         try daemon.run()
         try waitFor("the router's connections") {
@@ -69,6 +79,23 @@ final class OSCRig {
                 && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
         }
         try waitFor("OSC to answer") { (try? self.query("/route/select")) != nil }
+    }
+
+    /// Kills the daemon with SIGKILL (no chance to save anything) and starts it again on the same
+    /// session file.
+    func killAndRestart() throws {
+        kill9()
+        try restart()
+    }
+
+    /// Starts the daemon again after `kill9()`.
+    func restart() throws { try startDaemon() }
+
+    func kill9() {
+        kill(daemon.processIdentifier, SIGKILL)
+        finish(daemon)
+        // JACK notices the dead client; let it remove the old ports before the new one registers.
+        try? waitFor("the killed router's ports to go") { !recorder.client.portExists("duckrouter:speaker_out_1") }
     }
 
     deinit { close() }
@@ -83,6 +110,7 @@ final class OSCRig {
         server.stop()
         try? FileManager.default.removeItem(at: sessionFile)
         try? FileManager.default.removeItem(at: stderrFile)
+        try? FileManager.default.removeItem(at: stateFile)
     }
 
     var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }

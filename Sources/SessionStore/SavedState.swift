@@ -1,0 +1,246 @@
+import Foundation
+import Policy
+
+/// What changed at run time, kept in a state file beside the session file, so that a restart (or
+/// a crash) finds the rig as it was left. The session file itself is never rewritten: it is the
+/// person's description of the rig; the state file is the router's memory of what happened since.
+///
+/// Volumes are slider positions (0…1, the same scale as the session's `volumes`).
+public struct SavedState: Codable, Equatable, Sendable {
+    public struct App: Codable, Equatable, Sendable {
+        public var name: String
+        public var category: String
+        public var options: [String]
+        public var mode: String
+        public var remote: [String]
+        public var resume: String
+        public var channels: Int
+        /// multiRoute apps: `[[app channel, "route:channel"], …]` as in session files.
+        public var channelmap: [ChannelMapLine]?
+
+        public init(name: String, category: String, options: [String], mode: String, remote: [String],
+                    resume: String, channels: Int, channelmap: [ChannelMapLine]?) {
+            self.name = name
+            self.category = category
+            self.options = options
+            self.mode = mode
+            self.remote = remote
+            self.resume = resume
+            self.channels = channels
+            self.channelmap = channelmap
+        }
+    }
+
+    /// `[1, "headphones:1"]`.
+    public struct ChannelMapLine: Codable, Equatable, Sendable {
+        public var channel: Int
+        public var target: String
+
+        public init(channel: Int, target: String) {
+            self.channel = channel
+            self.target = target
+        }
+
+        public init(from decoder: Decoder) throws {
+            var container = try decoder.unkeyedContainer()
+            channel = try container.decode(Int.self)
+            target = try container.decode(String.self)
+        }
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(channel)
+            try container.encode(target)
+        }
+    }
+
+    public struct Ducking: Codable, Equatable, Sendable {
+        public var level: Double
+        public var attack: Double
+        public var release: Double
+
+        public init(level: Double, attack: Double, release: Double) {
+            self.level = level
+            self.attack = attack
+            self.release = release
+        }
+    }
+
+    /// The format of this file; a newer one is refused rather than misread.
+    public var version = 1
+    public var silent = false
+    public var selectedRoute: String?
+    public var ducking: Ducking
+    public var routeVolumes: [String: Double] = [:]
+    public var appVolumes: [String: Double] = [:]
+    /// Every app the router had, with its configuration: session apps as they were changed, and
+    /// apps registered over OSC.
+    public var apps: [App] = []
+
+    public init(silent: Bool, selectedRoute: String?, ducking: Ducking, routeVolumes: [String: Double],
+                appVolumes: [String: Double], apps: [App]) {
+        self.silent = silent
+        self.selectedRoute = selectedRoute
+        self.ducking = ducking
+        self.routeVolumes = routeVolumes
+        self.appVolumes = appVolumes
+        self.apps = apps
+    }
+}
+
+extension Session {
+    /// The session with a saved state laid over it. What the state names that the session no longer
+    /// has (a route taken out of the file since) is left out, and said in `notes`.
+    public func applying(_ saved: SavedState) -> (session: Session, notes: [String]) {
+        var session = self
+        var notes: [String] = []
+        let routeNames = Set(routes.map(\.name))
+        session.silentSwitch = saved.silent
+        if let route = saved.selectedRoute {
+            if routeNames.contains(route) { session.selectedRoute = route } else { notes.append("selected route '\(route)' is no longer in the session") }
+        }
+        session.ducking.level = saved.ducking.level
+        session.ducking.attack = saved.ducking.attack
+        session.ducking.release = saved.ducking.release
+        for (route, volume) in saved.routeVolumes.sorted(by: { $0.key < $1.key }) {
+            guard routeNames.contains(route) else { notes.append("volume of route '\(route)', which is no longer in the session"); continue }
+            session.volumes.routes[route] = min(max(volume, 0), 1)
+        }
+        for app in saved.apps {
+            guard let category = Category(rawValue: app.category), let mode = Mode(rawValue: app.mode),
+                  (1...Session.maximumChannels).contains(app.channels) else {
+                notes.append("app '\(app.name)': unreadable configuration"); continue
+            }
+            let options = app.options.compactMap(CategoryOption.init(rawValue:))
+            let remote = app.remote.compactMap(RemoteCommand.init(rawValue:))
+            let resume = ResumePolicy(rawValue: app.resume) ?? .app
+            var links: [ChannelLink]?
+            if let lines = app.channelmap {
+                links = []
+                for line in lines {
+                    let parts = line.target.split(separator: ":")
+                    guard parts.count == 2, let route = routes.first(where: { $0.name == parts[0] }), let k = Int(parts[1]),
+                          (1...route.channelCount).contains(k), (1...app.channels).contains(line.channel) else {
+                        notes.append("app '\(app.name)': channel map line \(line.channel) → \(line.target) no longer fits the session")
+                        continue
+                    }
+                    links?.append(ChannelLink(appChannel: line.channel, route: route.name, routeChannel: k))
+                }
+            }
+            if let index = session.apps.firstIndex(where: { $0.name == app.name }) {
+                // A session app keeps its ports (channels) and patchbay rules; what was changed at
+                // run time (category, options, mode, remote commands, map) comes back.
+                session.apps[index].category = category
+                session.apps[index].options = options
+                session.apps[index].mode = mode
+                session.apps[index].remote = remote
+                session.apps[index].channelMap = category == .multiRoute ? links : nil
+            } else {
+                var restored = App(name: app.name, category: category, channelCount: app.channels)
+                restored.options = options
+                restored.mode = mode
+                restored.remote = remote
+                restored.resume = resume
+                restored.channelMap = category == .multiRoute ? links : nil
+                restored.registeredAtRunTime = true
+                session.apps.append(restored)
+            }
+        }
+        for (app, volume) in saved.appVolumes.sorted(by: { $0.key < $1.key }) {
+            guard session.apps.contains(where: { $0.name == app }) else { notes.append("volume of app '\(app)', which no longer exists"); continue }
+            session.volumes.apps[app] = min(max(volume, 0), 1)
+        }
+        return (session, notes)
+    }
+}
+
+/// The state file: read at start, written atomically (a temporary file, fsync, rename, fsync of
+/// the folder), so that a crash or `kill -9` at any moment leaves the previous file or the new
+/// one, never a torn one.
+public struct StateFile: Sendable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Beside the session file: `Sessions/car.json` → `Sessions/car.state.json`.
+    public static func path(besideSession session: String) -> String {
+        session.hasSuffix(".json") ? String(session.dropLast(5)) + ".state.json" : session + ".state.json"
+    }
+
+    public enum LoadError: Error, CustomStringConvertible {
+        case unreadable(String)
+        public var description: String {
+            switch self {
+            case let .unreadable(text): text
+            }
+        }
+    }
+
+    /// The saved state; nil when there is none yet.
+    public func load() throws(LoadError) -> SavedState? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .unreadable("\(path): cannot read: \(error.localizedDescription)")
+        }
+        let state: SavedState
+        do {
+            state = try JSONDecoder().decode(SavedState.self, from: data)
+        } catch {
+            throw .unreadable("\(path): not a state file this version can read (\(error))")
+        }
+        guard state.version == 1 else { throw .unreadable("\(path): state format version \(state.version); this duckrouter reads version 1") }
+        return state
+    }
+
+    /// Moves an unreadable state file aside (`….broken`), so it is kept for a person to look at
+    /// and the next save does not replace it silently. Returns the new path.
+    @discardableResult
+    public func moveAside() -> String? {
+        let target = path + ".broken"
+        try? FileManager.default.removeItem(atPath: target)
+        return (try? FileManager.default.moveItem(atPath: path, toPath: target)) != nil ? target : nil
+    }
+
+    /// Writes `state` atomically. Throws a readable message.
+    public func save(_ state: SavedState) throws(LoadError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data: Data
+        do {
+            data = try encoder.encode(state) + Data("\n".utf8)
+        } catch {
+            throw .unreadable("cannot encode the state: \(error)")
+        }
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        let temporary = url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + ".tmp").path
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .unreadable("\(temporary): cannot write: \(String(cString: strerror(errno)))") }
+        var ok = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                offset += n
+            }
+            return true
+        }
+        ok = ok && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            let text = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .unreadable("\(path): cannot save: \(text)")
+        }
+        let folderFD = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folderFD >= 0 {
+            fsync(folderFD)
+            close(folderFD)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Policy
+import SessionStore
+import Testing
+
+/// Issue 6: run-time changes are kept in a state file beside the session, atomically, and a
+/// restart (even after SIGKILL) finds them.
+@Suite("Run-time changes survive restarts", .serialized)
+struct PersistenceTests {
+    @Test("volumes, silent switch, selected route, ducking and an app registered over OSC survive SIGKILL and are heard after the restart")
+    func survivesKill() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        let changes: [OSCMessage] = [
+            OSCMessage("/system/volume", [.float(0.8)]),
+            OSCMessage("/app/music/volume", [.float(0.6)]),
+            OSCMessage("/system/silent", [.true]),
+            OSCMessage("/duck/level", [.float(-20)]),
+            OSCMessage("/app/register", [.string("synth"), .string("ambient")]),
+            OSCMessage("/app/synth/volume", [.float(0.4)]),
+            OSCMessage("/route/select", [.string("headphones")]),
+            OSCMessage("/system/volume", [.float(0.5)]),
+        ]
+        for message in changes { #expect(try ask(client, message)?.path == "/reply", "\(message)") }
+        Thread.sleep(forTimeInterval: 1)   // saved within 1 s of the change
+        let before = try rig.settings()
+
+        try rig.killAndRestart()
+        let after = try rig.settings()
+        #expect(rig.log.contains("restored the state of the last run"))
+        #expect(after["silent"] as? Bool == true && after["selectedRoute"] as? String == "headphones")
+        #expect((after["ducking"] as? [String: Any])?["level"] as? Double == -20)
+        func volumes(_ settings: [String: Any], _ key: String) -> [String: Double] {
+            Dictionary(uniqueKeysWithValues: (settings[key] as? [[String: Any]] ?? []).map { ($0["name"] as! String, $0["volume"] as! Double) })
+        }
+        #expect(volumes(after, "routes") == volumes(before, "routes"), "\(volumes(after, "routes"))")
+        #expect(volumes(after, "apps") == volumes(before, "apps"), "\(volumes(after, "apps"))")
+        let synth = (after["apps"] as? [[String: Any]])?.first { $0["name"] as? String == "synth" }
+        #expect(synth?["category"] as? String == "ambient" && synth?["owner"] == nil, "back, and nobody's until it registers again")
+        // And heard: music at 0.6 on the headphones at 0.5.
+        let expected = 0.5 * Decibels.linear(sliderPosition: 0.6) * Decibels.linear(sliderPosition: 0.5)
+        #expect(abs(rig.level(.phones1) - expected) < 2e-3)
+    }
+
+    @Test("crash consistency: SIGKILL during a burst of 1,000 changes, 20 times; every restart loads a valid state file")
+    func killDuringBursts() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        var accepted: Set<Float> = [1]   // every app volume the daemon has ever accepted
+        for round in 0..<20 {
+            let client = try OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: rig.port))
+            let killAt = Date().addingTimeInterval(Double.random(in: 0.05...0.6))
+            for n in 0..<1000 {
+                let value = Float(round * 1000 + n + 1) / 40_000
+                accepted.insert(value)
+                try client.send(OSCMessage("/app/music/volume", [.float(value)]))
+                if n % 20 == 19 { Thread.sleep(forTimeInterval: 0.01) }   // 1,000 changes over about half a second
+                if Date() >= killAt { break }
+            }
+            rig.kill9()
+            // What is on disk now is what the next start reads: it must be whole.
+            if FileManager.default.fileExists(atPath: rig.stateFile.path) {
+                #expect(throws: Never.self, "round \(round): the state file is valid") {
+                    _ = try StateFile(path: rig.stateFile.path).load()
+                }
+            }
+            try rig.restart()
+            #expect(!rig.log.contains("starting from the session alone"), "round \(round): \(rig.log.suffix(400))")
+            let restored = try #require(rig.query("/app/music/volume")?.arguments.last)
+            guard case let .float(volume) = restored else { Issue.record("round \(round): \(restored)"); continue }
+            #expect(accepted.contains { abs($0 - volume) < 1e-5 }, "round \(round): restored \(volume), a value that was sent")
+        }
+    }
+}
