@@ -17,15 +17,40 @@ public enum SessionLoader {
     /// Validates session JSON; `file` is only used in messages.
     public static func parse(_ data: Data, file: String) throws(SessionError) -> Session {
         let document: JSONValue
+        let lines: [String: Int]
         do {
-            document = try JSONDecoder().decode(JSONValue.self, from: data)
+            (document, lines) = try JSONParser.parse(data)
         } catch {
-            throw SessionError(file: file, problems: [.init(field: "", message: "not valid JSON: \(syntaxFailure(error))")])
+            throw SessionError(file: file, problems: [.init(field: "", message: "not valid JSON: \(error.message) (column \(error.column))",
+                                                             line: error.line)])
         }
         var validator = Validator()
         let session = validator.session(document)
-        if !validator.problems.isEmpty { throw SessionError(file: file, problems: validator.problems) }
+        if !validator.problems.isEmpty {
+            throw SessionError(file: file, problems: validator.problems.map { problem in
+                var located = problem
+                located.line = line(of: problem.field, in: lines)
+                return located
+            })
+        }
         return session
+    }
+
+    /// The line of `field`'s value, else of the nearest value that contains it (a missing field
+    /// is reported on its object's line).
+    static func line(of field: String, in lines: [String: Int]) -> Int? {
+        var path = field
+        while true {
+            if let line = lines[path] { return line }
+            guard !path.isEmpty else { return nil }
+            if path.hasSuffix("]"), let open = path.lastIndex(of: "[") {
+                path = String(path[..<open])
+            } else if let dot = path.lastIndex(of: ".") {
+                path = String(path[..<dot])
+            } else {
+                path = ""
+            }
+        }
     }
 
     private static func readFailure(_ error: Error) -> String {
@@ -38,16 +63,6 @@ public enum SessionLoader {
         return nsError.localizedDescription
     }
 
-    private static func syntaxFailure(_ error: Error) -> String {
-        if case let DecodingError.dataCorrupted(context) = error {
-            if let underlying = context.underlyingError as NSError?,
-               let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String {
-                return detail
-            }
-            return context.debugDescription
-        }
-        return String(describing: error)
-    }
 }
 
 /// Walks the document, building a `Session` and collecting every problem with its field path.

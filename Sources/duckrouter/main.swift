@@ -8,15 +8,53 @@ import RouterCore
 import SessionStore
 import Synchronization
 
+/// `duckrouter [run] SESSION` runs the daemon (the default); `duckrouter check FILE…` validates.
+struct DuckRouterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "duckrouter",
+        abstract: "A real-time audio mixer and ducking router for JACK, driven by audio-session rules.",
+        discussion: """
+            `duckrouter SESSION` (or `duckrouter run SESSION`) runs the router; \
+            `duckrouter check FILE…` validates session files without starting. \
+            `duckrouter run --help` lists the router's options.
+            """,
+        subcommands: [Run.self, Check.self],
+        defaultSubcommand: Run.self)
+}
+
+/// Validates session files, reporting every problem with its file, line and field.
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Validate session files without starting the router.",
+        discussion: "Exit code 0 when every file is valid, 2 when one is not (every problem of every file is listed on stderr). Files are only read.")
+
+    @Argument(help: "Session files to check.")
+    var files: [String]
+
+    func run() throws {
+        var invalid = false
+        for file in files {
+            do {
+                let session = try SessionLoader.load(path: file)
+                func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+                print("\(file): valid (\(count(session.routes.count, "route")), \(count(session.apps.count, "app")))")
+            } catch {
+                invalid = true
+                for line in error.description.split(separator: "\n") { printError("duckrouter: \(line)") }
+            }
+        }
+        if invalid { throw ExitCode(2) }
+    }
+}
+
 /// The daemon: loads a session, runs the router until SIGINT or SIGTERM.
 ///
 /// Exit codes: 0 after a clean stop, 1 when JACK is unavailable or goes away or the OSC port
 /// cannot be opened, 2 when the session file is unreadable or invalid, 64 for bad command-line
 /// arguments.
-struct DuckRouterCommand: ParsableCommand {
+struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "duckrouter",
-        abstract: "A real-time audio mixer and ducking router for JACK, driven by audio-session rules.",
+        abstract: "Run the router on a session file (the default command).",
         discussion: """
             Registers an input-port group per app (<app>_in_<n>) and an output-port group per route \
             (<route>_out_<n>) as the session file declares them, connects them, and mixes in JACK's \

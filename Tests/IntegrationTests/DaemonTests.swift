@@ -58,8 +58,53 @@ struct DaemonTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let (status, stderr) = try Run(["--server", "unused", file.path]).finish()
         #expect(status == 2)
-        #expect(stderr == "duckrouter: \(file.path): apps[0].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'\n")
+        #expect(stderr == "duckrouter: \(file.path):1 apps[0].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'\n")
         #expect(try String(contentsOf: file, encoding: .utf8) == text)
+    }
+
+    /// Ten broken files, each with its exact message (file, line, field, what was expected).
+    static let brokenFiles: [(name: String, text: String, message: String)] = [
+        ("syntax", "{\n  \"apps\": [\n    {\"name\": \"music\",}\n  ]\n}\n",
+         ":3: not valid JSON: expected a field name in double quotes, found '}' (column 22)"),
+        ("wrong-type", "{\n  \"client\": \"duckrouter\",\n  \"ramp\": \"fast\"\n}\n",
+         ":3 ramp: expected a number from 1 to 5000 milliseconds, got 'fast'"),
+        ("unknown-category", "{\n  \"apps\": [\n    {\"name\": \"nav\"},\n    {\"name\": \"music\",\n     \"category\": \"playbak\"}\n  ]\n}\n",
+         ":5 apps[1].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'"),
+        ("duplicate-app", #"{"apps": [{"name": "music"}, {"name": "music"}]}"#,
+         ":1 apps[1].name: app 'music' is already declared at apps[0]"),
+        ("duplicate-route", "{\"routes\": [\n  {\"name\": \"pa\", \"ports\": [\"system:playback_1\"]},\n  {\"name\": \"pa\", \"ports\": [\"system:playback_2\"]}\n]}",
+         ":3 routes[1].name: route 'pa' is already declared at routes[0]"),
+        ("bad-regex", #"{"apps": [{"name": "music", "connect": ["mpv:(out"]}]}"#,
+         ":1 apps[0].connect[0]: expected a regular expression over JACK port names, got 'mpv:(out' (it does not compile)"),
+        ("channelmap-route", #"{"routes": [{"name": "pa", "ports": ["system:playback_1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "hdmi:1"]]}]}"#,
+         ":1 apps[0].channelmap[0]: unknown route 'hdmi' (routes: pa)"),
+        ("volume-route", "{\n  \"volumes\": {\n    \"routes\": {\"hdmi\": 0.5}\n  }\n}\n",
+         ":3 volumes.routes.hdmi: no route named 'hdmi' is declared in routes"),
+        ("field-typo", #"{"apps": [{"name": "music", "categroy": "playback"}]}"#,
+         ":1 apps[0].categroy: unknown field (expected one of active, category, channelmap, channels, connect, exclusive, mode, name, options, remote, resume)"),
+        ("huge-number", #"{"volumes": {"apps": {"music": 1e999}}}"#,
+         ":1: not valid JSON: the number 1e999 is too large (column 32)"),
+    ]
+
+    @Test("ten broken files: `duckrouter check` and the daemon both print the exact problem and exit with 2, and the file is byte for byte unchanged",
+          arguments: 0..<10)
+    func brokenFile(index: Int) throws {
+        let (name, text, message) = Self.brokenFiles[index]
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-broken-\(getpid())-\(name).json")
+        try Data(text.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for arguments in [["check", file.path], ["--server", "unused", file.path]] {
+            let (status, stderr) = try Run(arguments).finish()
+            #expect(status == 2, "\(arguments)")
+            #expect(stderr == "duckrouter: \(file.path)\(message)\n", "\(arguments)")
+            #expect(try Data(contentsOf: file) == Data(text.utf8), "the file is untouched")
+        }
+    }
+
+    @Test("duckrouter check: a valid file says so and exits with 0")
+    func checkValid() throws {
+        let (status, _) = try Run(["check", "Sessions/default.json"]).finish()
+        #expect(status == 0)
     }
 
     @Test("with a server: ports and connections appear; SIGINT and SIGTERM stop it with exit code 0, also when started with them ignored",

@@ -82,53 +82,79 @@ struct SessionLoaderTests {
 
     /// Each broken file and the exact lines it produces.
     @Test("broken files name the file, the field and what was expected", arguments: [
-        ("{\"apps\": [", "Sessions/test.json: not valid JSON: "),
+        ("{\"apps\": [", "Sessions/test.json:1: not valid JSON: expected a value, found the end of the file (column 11)"),
         (#"{"apps": [{"name": "music", "category": "playbak"}]}"#,
-         "Sessions/test.json: apps[0].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'"),
+         "Sessions/test.json:1 apps[0].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'"),
         (#"{"apps": [{"name": "music", "channels": "two"}]}"#,
-         "Sessions/test.json: apps[0].channels: expected a whole number from 1 to 32, got 'two'"),
+         "Sessions/test.json:1 apps[0].channels: expected a whole number from 1 to 32, got 'two'"),
         (#"{"apps": [{"name": "a"}, {"name": "a"}]}"#,
-         "Sessions/test.json: apps[1].name: app 'a' is already declared at apps[0]"),
+         "Sessions/test.json:1 apps[1].name: app 'a' is already declared at apps[0]"),
         (#"{"routes": [{"name": "s", "ports": ["x:y"]}, {"name": "s", "ports": ["x:z"]}]}"#,
-         "Sessions/test.json: routes[1].name: route 's' is already declared at routes[0]"),
+         "Sessions/test.json:1 routes[1].name: route 's' is already declared at routes[0]"),
         (#"{"apps": [{"name": "m", "connect": ["mpv:(out"]}]}"#,
-         "Sessions/test.json: apps[0].connect[0]: expected a regular expression over JACK port names, got 'mpv:(out' (it does not compile)"),
+         "Sessions/test.json:1 apps[0].connect[0]: expected a regular expression over JACK port names, got 'mpv:(out' (it does not compile)"),
         (#"{"routes": [{"name": "speaker", "ports": ["playback_1"]}]}"#,
-         "Sessions/test.json: routes[0].ports[0]: expected a full JACK port name 'client:port', got 'playback_1'"),
-        (#"{"routes": [{"name": "speaker"}]}"#, "Sessions/test.json: routes[0].ports: is required"),
+         "Sessions/test.json:1 routes[0].ports[0]: expected a full JACK port name 'client:port', got 'playback_1'"),
+        (#"{"routes": [{"name": "speaker"}]}"#, "Sessions/test.json:1 routes[0].ports: is required"),
         (#"{"apps": [{"name": "my music"}]}"#,
-         "Sessions/test.json: apps[0].name: expected a name of 1 to 48 letters, digits, '-', '_' or '.', got 'my music'"),
+         "Sessions/test.json:1 apps[0].name: expected a name of 1 to 48 letters, digits, '-', '_' or '.', got 'my music'"),
         (#"{"volumes": {"apps": {"music": 1.5}}}"#,
-         "Sessions/test.json: volumes.apps.music: expected a number from 0 to 1 (a slider position), got 1.5"),
+         "Sessions/test.json:1 volumes.apps.music: expected a number from 0 to 1 (a slider position), got 1.5"),
         (#"{"volumes": {"routes": {"hdmi": 0.5}}}"#,
-         "Sessions/test.json: volumes.routes.hdmi: no route named 'hdmi' is declared in routes"),
-        (#"{"ramp": 0}"#, "Sessions/test.json: ramp: expected a number from 1 to 5000 milliseconds, got 0"),
-        (#"{"client": "a:b"}"#, "Sessions/test.json: client: expected a JACK client name (1 to 63 bytes, no ':'), got 'a:b'"),
+         "Sessions/test.json:1 volumes.routes.hdmi: no route named 'hdmi' is declared in routes"),
+        (#"{"ramp": 0}"#, "Sessions/test.json:1 ramp: expected a number from 1 to 5000 milliseconds, got 0"),
+        (#"{"client": "a:b"}"#, "Sessions/test.json:1 client: expected a JACK client name (1 to 63 bytes, no ':'), got 'a:b'"),
         (#"{"apps": [{"name": "m", "chanels": 2}]}"#,
-         "Sessions/test.json: apps[0].chanels: unknown field (expected one of active, category, channelmap, channels, connect, exclusive, mode, name, options, remote, resume)"),
-        (#"[]"#, "Sessions/test.json: expected an object, got a list"),
+         "Sessions/test.json:1 apps[0].chanels: unknown field (expected one of active, category, channelmap, channels, connect, exclusive, mode, name, options, remote, resume)"),
+        (#"[]"#, "Sessions/test.json:1: expected an object, got a list"),
         (#"{"apps": [{"name": "g", "category": "ambient", "options": ["duckOthers"]}]}"#,
-         "Sessions/test.json: apps[0].options: category ambient takes no options; options are for playback, playAndRecord and multiRoute"),
+         "Sessions/test.json:1 apps[0].options: category ambient takes no options; options are for playback, playAndRecord and multiRoute"),
         (#"{"apps": [{"name": "p", "category": "playback", "mode": "voiceChat"}]}"#,
-         "Sessions/test.json: apps[0].mode: expected one of default, measurement, moviePlayback, spokenAudio, voicePrompt with category playback, got 'voiceChat'"),
-        (#"{"apps": [{"name": "m", "active": "yes"}]}"#, "Sessions/test.json: apps[0].active: expected true or false, got 'yes'"),
+         "Sessions/test.json:1 apps[0].mode: expected one of default, measurement, moviePlayback, spokenAudio, voicePrompt with category playback, got 'voiceChat'"),
+        (#"{"apps": [{"name": "m", "active": "yes"}]}"#, "Sessions/test.json:1 apps[0].active: expected true or false, got 'yes'"),
         (#"{"ducking": {"rules": [{"ducker": "nav", "ducked": "music", "level": -20, "attack": -5}]}}"#,
-         "Sessions/test.json: ducking.rules[0].attack: expected a number from 0 to 60000 milliseconds, got -5"),
+         "Sessions/test.json:1 ducking.rules[0].attack: expected a number from 0 to 60000 milliseconds, got -5"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "hdmi:1"]]}]}"#,
-         "Sessions/test.json: apps[0].channelmap[0]: unknown route 'hdmi' (routes: pa)"),
+         "Sessions/test.json:1 apps[0].channelmap[0]: unknown route 'hdmi' (routes: pa)"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "pa:2"]]}]}"#,
-         "Sessions/test.json: apps[0].channelmap[0]: route channel: 'pa' has channels 1 to 1, got 2"),
+         "Sessions/test.json:1 apps[0].channelmap[0]: route channel: 'pa' has channels 1 to 1, got 2"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[3, "pa:1"]]}]}"#,
-         "Sessions/test.json: apps[0].channelmap[0]: app channel: expected 1 to 2, got 3"),
+         "Sessions/test.json:1 apps[0].channelmap[0]: app channel: expected 1 to 2, got 3"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [["pa:1", 1]]}]}"#,
-         "Sessions/test.json: apps[0].channelmap[0]: expected [app channel, \"route:channel\"], such as [1, \"headphones:1\"]"),
+         "Sessions/test.json:1 apps[0].channelmap[0]: expected [app channel, \"route:channel\"], such as [1, \"headphones:1\"]"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "m", "category": "playback", "channelmap": [[1, "pa:1"]]}]}"#,
-         "Sessions/test.json: apps[0].channelmap: only multiRoute apps have a channel map (this one is playback)"),
+         "Sessions/test.json:1 apps[0].channelmap: only multiRoute apps have a channel map (this one is playback)"),
     ])
     func brokenFiles(json: String, expected: String) {
         let lines = problems(json)
         #expect(lines.count == 1, "\(lines)")
         #expect(lines.first?.hasPrefix(expected) == true, "got \(lines)")
+    }
+
+    @Test("each problem names the line its value is on (a missing field: its object's line)")
+    func lineNumbers() {
+        let json = """
+            {
+              "routes": [
+                {"name": "speaker", "ports": ["system:playback_1"]},
+                {"name": "hdmi"}
+              ],
+              "apps": [
+                {"name": "music",
+                 "category": "playbak"},
+                {"name": "nav", "channels": 1}
+              ],
+              "volumes": {"apps": {"music": 2}}
+            }
+            """
+        #expect(problems(json) == [
+            "Sessions/test.json:4 routes[1].ports: is required",
+            "Sessions/test.json:8 apps[0].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'",
+            "Sessions/test.json:11 volumes.apps.music: expected a number from 0 to 1 (a slider position), got 2",
+        ])
+        #expect(problems("{\n  \"apps\": [\n    {\"name\": \"a\",}\n  ]\n}") == [
+            "Sessions/test.json:3: not valid JSON: expected a field name in double quotes, found '}' (column 18)",
+        ])
     }
 
     @Test("every problem in a file is reported at once")
