@@ -3,6 +3,18 @@ import Policy
 
 /// Reads and validates session files. A file that fails is reported, never modified.
 public enum SessionLoader {
+    /// The fields each kind of object may have (Sessions/schema.json must agree; a test checks).
+    public static let fields: [String: Set<String>] = [
+        "session": ["client", "ramp", "osc", "routes", "input", "ducking", "apps", "volumes"],
+        "osc": ["port", "bind", "allow", "admin"],
+        "route": ["name", "ports", "private", "builtIn"],
+        "input": ["ports"],
+        "ducking": ["level", "attack", "release", "rules"],
+        "duckingRule": ["ducker", "ducked", "level", "attack", "release"],
+        "app": ["name", "category", "options", "mode", "channels", "connect", "exclusive", "remote", "resume", "active", "channelmap"],
+        "volumes": ["routes", "apps"],
+    ]
+
     /// Loads the session at `path`; throws a `SessionError` naming every problem found.
     public static func load(path: String) throws(SessionError) -> Session {
         let data: Data
@@ -75,7 +87,7 @@ private struct Validator {
 
     mutating func session(_ document: JSONValue) -> Session {
         var session = Session()
-        guard let root = object(document, "", allowed: ["client", "ramp", "osc", "routes", "input", "ducking", "apps", "volumes"]) else {
+        guard let root = object(document, "", allowed: SessionLoader.fields["session"]!) else {
             return session
         }
         if let value = root["client"], let name = string(value, "client") {
@@ -90,7 +102,7 @@ private struct Validator {
         }
         if let value = root["osc"] { session.osc = osc(value) }
         if let value = root["routes"] { session.routes = routes(value) }
-        if let value = root["input"], let input = object(value, "input", allowed: ["ports"]) {
+        if let value = root["input"], let input = object(value, "input", allowed: SessionLoader.fields["input"]!) {
             if let ports = input["ports"] { session.input.ports = strings(ports, "input.ports", portNames: true) }
         }
         if let value = root["ducking"] { session.ducking = ducking(value) }
@@ -103,7 +115,7 @@ private struct Validator {
 
     mutating func osc(_ value: JSONValue) -> Session.OSCSettings {
         var settings = Session.OSCSettings()
-        guard let fields = object(value, "osc", allowed: ["port", "bind", "allow", "admin"]) else { return settings }
+        guard let fields = object(value, "osc", allowed: SessionLoader.fields["osc"]!) else { return settings }
         if let v = fields["port"], let port = integer(v, "osc.port", in: 1...65535) { settings.port = port }
         if let v = fields["bind"], let bind = string(v, "osc.bind") { settings.bind = bind }
         if let v = fields["allow"] { settings.allow = ranges(v, "osc.allow", ports: false) }
@@ -131,7 +143,7 @@ private struct Validator {
         var seen: [String: Int] = [:]
         for (i, item) in list.enumerated() {
             let path = "routes[\(i)]"
-            guard let fields = object(item, path, allowed: ["name", "ports", "private", "builtIn"]) else { continue }
+            guard let fields = object(item, path, allowed: SessionLoader.fields["route"]!) else { continue }
             guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
             if let first = seen[name] {
                 fail("\(path).name", "route '\(name)' is already declared at routes[\(first)]")
@@ -160,14 +172,14 @@ private struct Validator {
 
     mutating func ducking(_ value: JSONValue) -> DuckingSettings {
         var ducking = DuckingSettings()
-        guard let fields = object(value, "ducking", allowed: ["level", "attack", "release", "rules"]) else { return ducking }
+        guard let fields = object(value, "ducking", allowed: SessionLoader.fields["ducking"]!) else { return ducking }
         if let v = fields["level"], let level = number(v, "ducking.level", in: -144...0, unit: "dB") { ducking.level = level }
         if let v = fields["attack"], let ms = number(v, "ducking.attack", in: 0...60000, unit: "milliseconds") { ducking.attack = ms }
         if let v = fields["release"], let ms = number(v, "ducking.release", in: 0...60000, unit: "milliseconds") { ducking.release = ms }
         if let v = fields["rules"], let list = array(v, "ducking.rules") {
             for (i, item) in list.enumerated() {
                 let path = "ducking.rules[\(i)]"
-                guard let rule = object(item, path, allowed: ["ducker", "ducked", "level", "attack", "release"]) else { continue }
+                guard let rule = object(item, path, allowed: SessionLoader.fields["duckingRule"]!) else { continue }
                 let ducker = required(rule, "ducker", path).flatMap { string($0, "\(path).ducker") }
                 let ducked = required(rule, "ducked", path).flatMap { string($0, "\(path).ducked") }
                 let level = required(rule, "level", path).flatMap { number($0, "\(path).level", in: -144...0, unit: "dB") }
@@ -187,8 +199,7 @@ private struct Validator {
         var seen: [String: Int] = [:]
         for (i, item) in list.enumerated() {
             let path = "apps[\(i)]"
-            guard let fields = object(item, path, allowed: ["name", "category", "options", "mode", "channels",
-                                                             "connect", "exclusive", "remote", "resume", "active", "channelmap"]) else { continue }
+            guard let fields = object(item, path, allowed: SessionLoader.fields["app"]!) else { continue }
             guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
             if let first = seen[name] {
                 fail("\(path).name", "app '\(name)' is already declared at apps[\(first)]")
@@ -276,7 +287,7 @@ private struct Validator {
 
     mutating func volumes(_ value: JSONValue, routes: [Session.Route]) -> Session.Volumes {
         var volumes = Session.Volumes()
-        guard let fields = object(value, "volumes", allowed: ["routes", "apps"]) else { return volumes }
+        guard let fields = object(value, "volumes", allowed: SessionLoader.fields["volumes"]!) else { return volumes }
         if let v = fields["routes"], let table = object(v, "volumes.routes", allowed: nil) {
             let known = Set(routes.map(\.name))
             for key in table.keys.sorted() {

@@ -79,3 +79,59 @@ struct SavedStateTests {
         #expect(try file.load() == nil)
     }
 }
+
+/// Sessions/schema.json, the JSON Schema for editors and other tools, against the loader.
+@Suite("Session schema")
+struct SessionSchemaTests {
+    static let sessions = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Sessions").standardizedFileURL
+
+    func schema() throws -> [String: Any] {
+        let data = try Data(contentsOf: Self.sessions.appendingPathComponent("schema.json"))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test("the schema allows exactly the fields the loader allows, for every kind of object")
+    func sameFields() throws {
+        let schema = try schema()
+        let defs = try #require(schema["$defs"] as? [String: Any])
+        let top = try #require(schema["properties"] as? [String: [String: Any]])
+        func keys(_ object: Any?) -> Set<String> { Set(((object as? [String: Any])?["properties"] as? [String: Any] ?? [:]).keys) }
+        let ducking = top["ducking"]
+        let rule = ((ducking?["properties"] as? [String: Any])?["rules"] as? [String: Any])?["items"]
+        let found: [String: Set<String>] = [
+            "session": Set(top.keys), "osc": keys(top["osc"]), "route": keys(defs["route"]), "input": keys(top["input"]),
+            "ducking": keys(ducking), "duckingRule": keys(rule), "app": keys(defs["app"]), "volumes": keys(top["volumes"]),
+        ]
+        #expect(found == SessionLoader.fields)
+    }
+
+    @Test("every session file in Sessions/ is valid under the schema (python3 jsonschema), and the loader takes it")
+    func sessionsValid() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.sessions.path)
+            .filter { $0.hasSuffix(".json") && $0 != "schema.json" && !$0.hasSuffix(".state.json") }.sorted()
+        #expect(!files.isEmpty)
+        let script = """
+            import json, sys, jsonschema
+            schema = json.load(open(sys.argv[1]))
+            jsonschema.Draft202012Validator.check_schema(schema)
+            validator = jsonschema.Draft202012Validator(schema)
+            bad = [f"{f}: {e.message}" for f in sys.argv[2:] for e in validator.iter_errors(json.load(open(f)))]
+            print("\\n".join(bad)); sys.exit(1 if bad else 0)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, Self.sessions.appendingPathComponent("schema.json").path]
+            + files.map { Self.sessions.appendingPathComponent($0).path }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(process.terminationStatus == 0, "\(text)")
+        for file in files {
+            #expect(throws: Never.self, "\(file)") { _ = try SessionLoader.load(path: Self.sessions.appendingPathComponent(file).path) }
+        }
+    }
+}
