@@ -41,8 +41,8 @@ let package = Package(
             "OSCTransport", "Policy", "RouterCore", "SessionStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Session files: loading and validation.
-        .target(name: "SessionStore", dependencies: ["Policy"]),
+        // Session files: loading and validation, the state file, and the NSM client.
+        .target(name: "SessionStore", dependencies: ["Policy", "OSCTransport"]),
         // The control thread: turns the session and runtime changes into mix plans.
         .target(name: "RouterCore", dependencies: [
             "Engine", "JackHost", "Policy", "SessionStore",

@@ -901,6 +901,15 @@ public final class Router: @unchecked Sendable {
         }
     }
 
+    /// What a restart should find, now (a session manager's save). A save request still waiting
+    /// for its 200 ms is answered by this one.
+    public func currentSavedState() -> SavedState {
+        queue.sync {
+            savePending = false
+            return savedState()
+        }
+    }
+
     /// What a restart should find (SessionStore.SavedState), from the policy and the ports.
     private func savedState() -> SavedState {
         let state = policy.state

@@ -110,16 +110,51 @@ struct Run: ParsableCommand {
             logger.log(level: level, "libjack: \(text)")
         }
 
+        // Under the New Session Manager (NSM_URL set), the manager says where the session lives
+        // and what the JACK client is called; saving waits for its `save` (docs/SESSIONS.md).
+        var sessionPath = session
+        var stateFilePath = statePath ?? StateFile.path(besideSession: session)
+        var jackClientName = clientName
+        var nsm: NSMClient?
+        if let url = ProcessInfo.processInfo.environment["NSM_URL"], !url.isEmpty {
+            do {
+                let manager = try NSMClient(url: url)
+                let open = try manager.announce(application: "duckrouter", capabilities: ":dirty:",
+                                                executable: CommandLine.arguments.first ?? "duckrouter")
+                sessionPath = open.path + ".json"
+                stateFilePath = open.path + ".state.json"
+                jackClientName = open.clientID
+                if !FileManager.default.fileExists(atPath: sessionPath) {
+                    // A new NSM client: start from the session named on the command line.
+                    do {
+                        try FileManager.default.createDirectory(atPath: (sessionPath as NSString).deletingLastPathComponent,
+                                                                withIntermediateDirectories: true)
+                        let template = (try? Data(contentsOf: URL(fileURLWithPath: session))) ?? Data("{}\n".utf8)
+                        try template.write(to: URL(fileURLWithPath: sessionPath))
+                    } catch {
+                        manager.error(to: "/nsm/client/open", .createFailed, "cannot create \(sessionPath): \(error.localizedDescription)")
+                        printError("duckrouter: NSM: cannot create \(sessionPath): \(error.localizedDescription)")
+                        throw ExitCode(1)
+                    }
+                }
+                logger.info("under session management", metadata: ["path": "\(open.path)", "client": "\(open.clientID)"])
+                nsm = manager
+            } catch let failure as NSMClient.Failure {
+                logger.warning("NSM: \(failure); running without session management")
+            }
+        }
+
         let loaded: Session
         do {
-            loaded = try SessionLoader.load(path: session)
+            loaded = try SessionLoader.load(path: sessionPath)
         } catch {
             for line in error.description.split(separator: "\n") { printError("duckrouter: \(line)") }
+            nsm?.error(to: "/nsm/client/open", .badProject, error.description)
             throw ExitCode(2)
         }
 
         // Run-time changes from earlier runs (docs/SESSIONS.md, "Run-time changes are kept").
-        let stateFile = StateFile(path: statePath ?? StateFile.path(besideSession: session))
+        let stateFile = StateFile(path: stateFilePath)
         var restored = loaded
         do {
             if let saved = try stateFile.load() {
@@ -133,14 +168,22 @@ struct Run: ParsableCommand {
             logger.error("\(error); starting from the session alone\(aside.map { " (the unreadable file is kept as \($0))" } ?? "")")
         }
         let saves = DispatchQueue(label: "duckrouter.save", qos: .utility)
+        let dirty = Atomic<Bool>(false)
 
         var configuration = Router.Configuration(session: restored, server: server)
-        configuration.onSave = { state in
-            saves.async {
-                do throws(StateFile.LoadError) { try stateFile.save(state) } catch { logger.error("\(error)") }
+        if let nsm {
+            // The manager decides when to save: a change only makes the session dirty.
+            configuration.onSave = { _ in
+                if !dirty.exchange(true, ordering: .acquiringAndReleasing) { nsm.setDirty(true) }
+            }
+        } else {
+            configuration.onSave = { state in
+                saves.async {
+                    do throws(StateFile.LoadError) { try stateFile.save(state) } catch { logger.error("\(error)") }
+                }
             }
         }
-        configuration.clientName = clientName
+        configuration.clientName = jackClientName
         configuration.rampMilliseconds = rampMilliseconds
         let relay = NotificationRelay()
         configuration.onNotification = { relay.send($0) }
@@ -148,7 +191,8 @@ struct Run: ParsableCommand {
         do {
             oscConfiguration = try ControlServer.Configuration(session: loaded.osc, port: oscPort, bind: oscBind)
         } catch {
-            printError("duckrouter: \(session): \(error)")
+            printError("duckrouter: \(sessionPath): \(error)")
+            nsm?.error(to: "/nsm/client/open", .badProject, "\(sessionPath): \(error)")
             throw ExitCode(2)
         }
 
@@ -202,6 +246,23 @@ struct Run: ParsableCommand {
 
         // Not dispatchMain(): on Linux it leaves the main thread waiting in sigsuspend with every
         // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
+        if let nsm {
+            nsm.reply(to: "/nsm/client/open", "opened \(sessionPath)")
+            nsm.listen {
+                // Clean from the moment the state is taken: a change after it makes it dirty again.
+                dirty.store(false, ordering: .releasing)
+                let state = router.currentSavedState()
+                do throws(StateFile.LoadError) {
+                    try stateFile.save(state)
+                } catch {
+                    dirty.store(true, ordering: .releasing)
+                    return .failure(NSMClient.Failure(description: error.description))
+                }
+                if !dirty.load(ordering: .acquiring) { nsm.setDirty(false) }
+                return .success("saved \(stateFile.path)")
+            }
+        }
+
         stopRequested.wait()
         control.stop()
         router.stop()      // hands over a pending save
