@@ -1,3 +1,4 @@
+import SessionStore
 import Policy
 import RouterCore
 
@@ -23,17 +24,7 @@ struct StateDocument: Encodable {
         var owner: String?
         var notify: String?
         /// multiRoute apps with a map: `[[app channel, "route:channel"], …]`, as in session files.
-        var channelmap: [ChannelMapLine]?
-    }
-
-    struct ChannelMapLine: Encodable {
-        var channel: Int
-        var target: String
-        func encode(to encoder: Encoder) throws {
-            var container = encoder.unkeyedContainer()
-            try container.encode(channel)
-            try container.encode(target)
-        }
+        var channelmap: [SavedState.ChannelMapLine]?
     }
 
     struct Route: Encodable {
@@ -117,7 +108,7 @@ struct StateDocument: Encodable {
                        remote: configuration.remoteCommands.map(\.rawValue).sorted(), resume: configuration.resume.rawValue,
                        state: app.state, interruptedBy: interruptedBy, volume: app.volume, gainDb: level(app.gainDecibels),
                        ports: app.ports, owner: owners[app.name], notify: notify[app.name],
-                       channelmap: session?.channelMap?.map { ChannelMapLine(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
+                       channelmap: session?.channelMap?.map { SavedState.ChannelMapLine(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
         }
         func level(_ dB: Double) -> Double { max(dB, Double(Decibels.floor)) }
         let routes = status.routes.map {
