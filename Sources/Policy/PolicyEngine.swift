@@ -157,6 +157,18 @@ private struct Transition {
             save = true
         case let .setDucking(parameter):
             try setDucking(parameter)
+        case let .setDuckingRules(rules):
+            for rule in rules {
+                guard rule.level.isFinite, (-144...0).contains(rule.level) else {
+                    throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): level: expected -144 to 0 dB, got \(rule.level)")
+                }
+                for time in [rule.attack, rule.release].compactMap({ $0 }) where !(time.isFinite && (0...60000).contains(time)) {
+                    throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): expected 0 to 60000 ms, got \(time)")
+                }
+            }
+            guard rules != state.ducking.rules else { return }
+            state.ducking.rules = rules
+            save = true
         case let .setRemoteCommands(name, commands):
             let index = try state.index(of: name)
             guard commands != state.apps[index].configuration.remoteCommands else { return }

@@ -31,6 +31,8 @@ public enum PolicyEvent: Equatable, Sendable {
     case setSystemVolume(route: String, Volume)
     case setAppVolume(app: String, Volume)
     case setDucking(DuckingParameter)
+    /// Replaces the per-pair ducking rules (a session file reloaded).
+    case setDuckingRules([DuckingRule])
     case setRemoteCommands(app: String, Set<RemoteCommand>)
     /// A remote command for the now-playing app, with its optional value.
     case remoteCommand(RemoteCommand, value: Double?)

@@ -747,6 +747,79 @@ public final class Router: @unchecked Sendable {
         }
     }
 
+    /// Applies the edits between two versions of the session file while running (SIGHUP):
+    /// apps added, removed or reconfigured (category, options, mode, remote commands, resume,
+    /// channel map, `connect`, `exclusive`), ducking settings and rules, and volumes the file
+    /// changed. Run-time changes to anything the file did not change stay. What cannot change
+    /// without re-registering the client (its name, routes, the input, ramp, an app's channel
+    /// count) is left for a restart and said in the returned notes, as is any edit refused.
+    public func reload(from old: Session, to new: Session) -> [String] {
+        queue.sync {
+            guard !stopped else { return ["the router has stopped"] }
+            var notes: [String] = []
+            if old.client != new.client { notes.append("client name changed: restart to apply") }
+            if old.routes != new.routes { notes.append("routes changed: restart to apply") }
+            if old.input != new.input { notes.append("input changed: restart to apply") }
+            if old.rampMilliseconds != new.rampMilliseconds { notes.append("ramp changed: restart to apply") }
+            func apply(_ events: [PolicyEvent], _ what: String) {
+                for event in events {
+                    do throws(RouterError) { _ = try performOnQueue([Change(event)]) } catch { notes.append("\(what): \(error)") }
+                }
+            }
+            // Ducking.
+            var ducking: [PolicyEvent] = []
+            if old.ducking.level != new.ducking.level { ducking.append(.setDucking(.level(new.ducking.level))) }
+            if old.ducking.attack != new.ducking.attack { ducking.append(.setDucking(.attack(new.ducking.attack))) }
+            if old.ducking.release != new.ducking.release { ducking.append(.setDucking(.release(new.ducking.release))) }
+            if old.ducking.rules != new.ducking.rules { ducking.append(.setDuckingRules(new.ducking.rules)) }
+            apply(ducking, "ducking")
+            // Apps the file no longer has.
+            for app in old.apps where !new.apps.contains(where: { $0.name == app.name }) {
+                apply([.unregister(app: app.name)], "removing '\(app.name)'")
+            }
+            for app in new.apps {
+                guard let before = old.apps.first(where: { $0.name == app.name }) else {
+                    // A new app: ports, patchbay rules, map, volume, and activation as declared.
+                    do throws(RouterError) {
+                        _ = try performOnQueue([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
+                        if let index = apps.firstIndex(where: { $0.name == app.name }) {
+                            apps[index].exclusive = app.exclusive
+                            if app.exclusive { connectSources(ofApp: index) }
+                        }
+                    } catch {
+                        notes.append("adding '\(app.name)': \(error)")
+                        continue
+                    }
+                    var events: [PolicyEvent] = []
+                    if let map = app.channelMap { events.append(.setChannelMap(app: app.name, map)) }
+                    if let volume = new.volumes.apps[app.name] { events.append(.setAppVolume(app: app.name, .position(volume))) }
+                    if app.startsActive { events.append(.activate(app: app.name)) }
+                    apply(events, "'\(app.name)'")
+                    continue
+                }
+                if before.channelCount != app.channelCount { notes.append("'\(app.name)' channel count changed: restart to apply") }
+                var events: [PolicyEvent] = []
+                if before.configuration != app.configuration { events.append(.register(app.configuration)) }
+                if before.channelMap != app.channelMap { events.append(.setChannelMap(app: app.name, app.channelMap)) }
+                if old.volumes.apps[app.name] != new.volumes.apps[app.name], let volume = new.volumes.apps[app.name] {
+                    events.append(.setAppVolume(app: app.name, .position(volume)))
+                }
+                apply(events, "'\(app.name)'")
+                if before.connect != app.connect || before.exclusive != app.exclusive,
+                   let index = apps.firstIndex(where: { $0.name == app.name }) {
+                    apps[index].connect = app.connect
+                    apps[index].exclusive = app.exclusive
+                    connectSources(ofApp: index)
+                }
+            }
+            // Route volumes the file changed.
+            for (route, volume) in new.volumes.routes.sorted(by: { $0.key < $1.key }) where old.volumes.routes[route] != volume {
+                apply([.setSystemVolume(route: route, .position(volume))], "volume of '\(route)'")
+            }
+            return notes
+        }
+    }
+
     /// Sets an app's relative volume from a slider position 0...1 (cubic taper).
     public func setAppVolume(_ app: String, position: Double) throws(RouterError) {
         try perform(.setAppVolume(app: app, .position(position)))

@@ -196,17 +196,23 @@ struct Run: ParsableCommand {
             throw ExitCode(2)
         }
 
-        // SIGINT and SIGTERM are blocked in every thread (see the end of this file) and taken by
-        // one thread with sigwait from before the router starts; the main thread stops everything
-        // once start-up is over, so a signal that comes while it starts is kept, not lost. A
-        // second signal exits at once (a stop that hangs must not need kill -9).
+        // SIGINT, SIGTERM and SIGHUP are blocked in every thread (see the end of this file) and
+        // taken by one thread with sigwait from before the router starts; the main thread stops
+        // everything once start-up is over, so a signal that comes while it starts is kept, not
+        // lost. A second stop signal exits at once (a stop that hangs must not need kill -9).
+        // SIGHUP reloads the session file once the router runs.
         let stopRequested = DispatchSemaphore(value: 0)
+        let reload = Reloader()
         let signals = Thread {
             var requested = false
             while true {
                 var number: Int32 = 0
-                var set = StopSignals.set
+                var set = Signals.set
                 guard sigwait(&set, &number) == 0 else { continue }
+                if number == SIGHUP {
+                    reload.request(logger: logger)
+                    continue
+                }
                 let name = number == SIGINT ? "SIGINT" : "SIGTERM"
                 if requested {
                     logger.warning("second \(name) while stopping: exiting now")
@@ -244,8 +250,24 @@ struct Run: ParsableCommand {
         }
         control.start()
 
-        // Not dispatchMain(): on Linux it leaves the main thread waiting in sigsuspend with every
-        // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
+        let fileSession = FileSession(loaded)
+        reload.set { [sessionPath] in
+            logger.info("SIGHUP: reloading the session file", metadata: ["file": "\(sessionPath)"])
+            let new: Session
+            do {
+                new = try SessionLoader.load(path: sessionPath)
+            } catch {
+                for line in "\(error)".split(separator: "\n") { logger.error("\(line)") }
+                logger.error("reload refused: the router keeps running the session as it was")
+                return
+            }
+            var notes = router.reload(from: fileSession.session, to: new)
+            if new.osc != fileSession.session.osc { notes.append("OSC settings changed: restart to apply") }
+            fileSession.session = new
+            for note in notes { logger.warning("reload: \(note)") }
+            logger.info("reloaded the session file", metadata: ["file": "\(sessionPath)"])
+        }
+
         if let nsm {
             nsm.reply(to: "/nsm/client/open", "opened \(sessionPath)")
             nsm.listen {
@@ -263,6 +285,8 @@ struct Run: ParsableCommand {
             }
         }
 
+        // Not dispatchMain(): on Linux it leaves the main thread waiting in sigsuspend with every
+        // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
         stopRequested.wait()
         control.stop()
         router.stop()      // hands over a pending save
@@ -277,26 +301,52 @@ func printError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
-/// SIGINT and SIGTERM, blocked in the main thread before any other thread exists, so that every
-/// thread (JACK's, dispatch's, OSC's) inherits the block and only the signal thread's sigwait
-/// takes them. The default disposition is restored first: a shell starts background jobs with
-/// SIGINT ignored, and an ignored signal would be discarded instead of waiting for sigwait.
-enum StopSignals {
+/// SIGINT, SIGTERM and SIGHUP, blocked in the main thread before any other thread exists, so
+/// that every thread (JACK's, dispatch's, OSC's) inherits the block and only the signal thread's
+/// sigwait takes them. The default disposition is restored first: a shell starts background jobs
+/// with SIGINT ignored, and an ignored signal would be discarded instead of waiting for sigwait.
+enum Signals {
     static let set: sigset_t = {
         var set = sigset_t()
         sigemptyset(&set)
         sigaddset(&set, SIGINT)
         sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGHUP)
         return set
     }()
 
     static func block() {
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
+        signal(SIGHUP, SIG_DFL)
         var mask = set
         pthread_sigmask(SIG_BLOCK, &mask, nil)
     }
 }
 
-StopSignals.block()
+/// What SIGHUP runs, once the router runs; reloads run one at a time.
+final class Reloader: Sendable {
+    private let action = Mutex<(@Sendable () -> Void)?>(nil)
+    private let queue = DispatchQueue(label: "duckrouter.reload")
+
+    func set(_ body: @escaping @Sendable () -> Void) { action.withLock { $0 = body } }
+
+    func request(logger: Logger) {
+        guard let body = action.withLock({ $0 }) else {
+            logger.notice("SIGHUP while starting: ignored (send it again once the router runs)")
+            return
+        }
+        queue.async(execute: body)
+    }
+}
+
+/// The session file as last loaded (before the state file was laid over it): reloads apply the
+/// edits between it and the new file.
+final class FileSession: @unchecked Sendable {
+    // @unchecked: used from the reload queue only, after start-up.
+    var session: Session
+    init(_ session: Session) { self.session = session }
+}
+
+Signals.block()
 DuckRouterCommand.main()

@@ -76,3 +76,50 @@ struct PersistenceTests {
         }
     }
 }
+
+@Suite("SIGHUP reloads the session file", .serialized)
+struct ReloadTests {
+    @Test("SIGHUP: a broken file is reported and changes nothing; a valid one applies its edits (an app added, one removed, ducking) and keeps run-time changes")
+    func reload() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        #expect(try ask(client, OSCMessage("/app/music/volume", [.float(0.3)]))?.path == "/reply")
+        let original = try String(contentsOf: rig.sessionFile, encoding: .utf8)
+        func settingsJSON() throws -> String {
+            let data = try JSONSerialization.data(withJSONObject: try rig.settings(), options: [.sortedKeys])
+            return String(decoding: data, as: UTF8.self)
+        }
+        let before = try settingsJSON()
+
+        // A broken file: reported, refused, nothing changes, the file is left as it is.
+        let broken = original.replacingOccurrences(of: "\"category\": \"ambient\"", with: "\"category\": \"ambiant\"")
+        try broken.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
+        kill(rig.daemon.processIdentifier, SIGHUP)
+        try waitFor("the refusal in the log") { rig.log.contains("reload refused") }
+        #expect(rig.log.contains("apps[2].category: expected one of ambient"))
+        #expect(rig.daemon.isRunning)
+        #expect(try settingsJSON() == before)
+        #expect(try String(contentsOf: rig.sessionFile, encoding: .utf8) == broken)
+
+        // A valid edit: synth added (active), nav removed, ducking -20 dB.
+        var edited = OSCRig.session(port: rig.port, apps: #"{"name": "synth", "category": "ambient", "active": true}"#)
+        edited = edited.replacingOccurrences(of: "\"apps\": [", with: "\"ducking\": {\"level\": -20},\n  \"apps\": [")
+        let lines = edited.split(separator: "\n", omittingEmptySubsequences: false)
+        edited = lines.enumerated().filter { index, line in
+            // The nav app spans two lines in OSCRig's session.
+            !(line.contains("\"name\": \"nav\"") || (index > 0 && lines[index - 1].contains("\"name\": \"nav\"")))
+        }.map(\.element).joined(separator: "\n")
+        try edited.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
+        kill(rig.daemon.processIdentifier, SIGHUP)
+        try waitFor("the reload") { rig.log.contains("reloaded the session file") }
+        let settings = try rig.settings()
+        let apps = try #require(settings["apps"] as? [[String: Any]])
+        #expect(apps.map { $0["name"] as? String } == ["music", "game", "synth"], "\(apps.map { $0["name"] ?? "" })")
+        #expect(apps.first { $0["name"] as? String == "synth" }?["state"] as? String == "active")
+        #expect((settings["ducking"] as? [String: Any])?["level"] as? Double == -20)
+        #expect(abs((apps.first { $0["name"] as? String == "music" }?["volume"] as? Double ?? 0) - 0.3) < 1e-6, "a run-time change the file did not touch stays")
+        #expect(rig.recorder.client.ports(matching: "duckrouter:nav_.*").isEmpty, "nav's ports are gone")
+        #expect(try String(contentsOf: rig.sessionFile, encoding: .utf8) == edited, "the file is never written")
+    }
+}
