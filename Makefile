@@ -5,7 +5,7 @@ SESSION  ?= Sessions/default.json
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools
 BENCH_PACKAGES  := jack-mixer valgrind
 
-.PHONY: all deps build release run test bench clean
+.PHONY: all deps build release run test bench fuzz clean
 
 all: build
 
@@ -36,5 +36,9 @@ bench: deps
 	$(SWIFT) build -c release --product oscbench
 	scripts/bench.sh
 
+## Fuzz the OSC decoder and the session-file loader with libFuzzer, FUZZ_SECONDS (300) each.
+fuzz: deps
+	scripts/fuzz.sh
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

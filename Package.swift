@@ -70,6 +70,12 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // libFuzzer targets (make fuzz). Built with -sanitize=fuzzer they fuzz; built normally they
+        // replay a corpus once (the weak driver in CFuzzerDriver), which the tests do.
+        .target(name: "CFuzzerDriver"),
+        .executableTarget(name: "FuzzSessionFile", dependencies: ["SessionStore", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzOSC", dependencies: ["OSCTransport", "OSCControl", "CFuzzerDriver"]),
+
         // Test support: a malloc/free interposer that counts calls made on one chosen thread,
         // and helpers that start a private jackd and play/capture audio through real ports.
         .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),

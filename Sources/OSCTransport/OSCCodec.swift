@@ -82,16 +82,21 @@ public enum OSCCodec {
     }
 
     private static func argument(_ tag: UInt8, _ arg: UnsafeMutablePointer<lo_arg>) throws(OSCDecodeError) -> OSCArgument {
+        // Only the argument's own bytes are read: liblo allocates 4 bytes for a 4-byte argument,
+        // and `arg.pointee` would copy the whole (larger) lo_arg union past them (AddressSanitizer
+        // found this through `make fuzz`).
+        let raw = UnsafeRawPointer(arg)
         switch tag {
-        case UInt8(ascii: "i"): return .int32(arg.pointee.i)
-        case UInt8(ascii: "f"): return .float(arg.pointee.f)
-        case UInt8(ascii: "d"): return .double(arg.pointee.d)
-        case UInt8(ascii: "h"): return .int64(arg.pointee.h)
-        case UInt8(ascii: "c"): return .character(UInt8(truncatingIfNeeded: arg.pointee.c))
-        case UInt8(ascii: "t"): return .timetag(OSCTimetag(seconds: arg.pointee.t.sec, fraction: arg.pointee.t.frac))
+        case UInt8(ascii: "i"): return .int32(raw.loadUnaligned(as: Int32.self))
+        case UInt8(ascii: "f"): return .float(raw.loadUnaligned(as: Float.self))
+        case UInt8(ascii: "d"): return .double(raw.loadUnaligned(as: Double.self))
+        case UInt8(ascii: "h"): return .int64(raw.loadUnaligned(as: Int64.self))
+        case UInt8(ascii: "c"): return .character(UInt8(truncatingIfNeeded: raw.loadUnaligned(as: Int32.self)))
+        case UInt8(ascii: "t"):
+            return .timetag(OSCTimetag(seconds: raw.loadUnaligned(as: UInt32.self), fraction: raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
         case UInt8(ascii: "m"):
-            let m = arg.pointee.m
-            return .midi([m.0, m.1, m.2, m.3])
+            return .midi([raw.load(fromByteOffset: 0, as: UInt8.self), raw.load(fromByteOffset: 1, as: UInt8.self),
+                          raw.load(fromByteOffset: 2, as: UInt8.self), raw.load(fromByteOffset: 3, as: UInt8.self)])
         case UInt8(ascii: "s"), UInt8(ascii: "S"):
             // The string starts at the argument's address (liblo checked its terminator and padding).
             let start = UnsafeRawPointer(arg).assumingMemoryBound(to: UInt8.self)

@@ -101,6 +101,21 @@ struct DaemonTests {
         }
     }
 
+    @Test("the committed fuzz corpora (Tests/FuzzCorpus, crashes found by make fuzz among them) replay without a crash", arguments: ["FuzzOSC", "FuzzSessionFile"])
+    func fuzzCorpus(target: String) throws {
+        let process = Process()
+        process.executableURL = DaemonTests.binary.deletingLastPathComponent().appendingPathComponent(target)
+        process.arguments = [DaemonTests.repository.appendingPathComponent("Tests/FuzzCorpus/\(target)").path]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        try waitFor("\(target) to replay its corpus", timeout: 60) { !process.isRunning }
+        let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("replayed "), "\(text)")
+    }
+
     @Test("duckrouter check: a valid file says so and exits with 0")
     func checkValid() throws {
         let (status, _) = try Run(["check", "Sessions/default.json"]).finish()
