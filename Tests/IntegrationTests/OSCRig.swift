@@ -131,6 +131,16 @@ final class OSCRig {
         return try #require(object?["settings"] as? [String: Any])
     }
 
+    /// The xruns the router has counted (`/state` engine.xruns).
+    func xruns() throws -> Int {
+        let reply = try #require(try query("/state", transport: .tcp))
+        guard case let .string(json) = reply.arguments[1],
+              let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let engine = object["engine"] as? [String: Any], let xruns = engine["xruns"] as? Int
+        else { throw Unexpected(description: "\(reply)") }
+        return xruns
+    }
+
     /// Plays DC levels (music, game) and lets ramps settle.
     func play(music: Float = 0, nav: Float = 0, game: Float = 0, extra: Float = 0) {
         for (i, level) in [music, music, nav, game, game, extra, extra].enumerated() { source.setSignal([level], output: i) }

@@ -27,6 +27,7 @@ struct RouteGraphTests {
         #expect(routes.map { $0["available"] as? Bool } == [true, false], "the headphones' ports do not exist yet")
 
         // Plug in.
+        let xrunsBefore = try rig.xruns()
         rig.recorder.startRecording()
         Thread.sleep(forTimeInterval: 0.1)
         let phones = try TestClient(name: "usbphones", server: rig.server.name, inputs: ["playback_1", "playback_2"])
@@ -42,11 +43,15 @@ struct RouteGraphTests {
                 "music at full level at usbphones \(arrived.map { "\(Double($0) * 1000 / Double(rate)) ms" } ?? "never") after it appeared")
         #expect(heard.channels[1].suffix(rate / 10).allSatisfy { abs($0 - 0.5) < 1e-4 }, "both channels")
         #expect(left.channels[0].suffix(rate / 10).allSatisfy { abs($0) < 1e-6 }, "and no longer at the speaker")
-        // A crossfade over the 20 ms fade: no sample moves more than the ramp allows.
+        // A crossfade over the 20 ms fade: no sample moves more than the ramp allows. After an
+        // xrun a recorder may have read a stale buffer for a cycle, which is not the router's
+        // doing: then steps across cycle boundaries are left out (as in RouterAudioTests).
+        let xruns = try rig.xruns() - xrunsBefore
         let allowed = Float(0.5) / (Float(rate) * 0.020) * 1.01
-        let speakerStep = Signals.largestStep(left.channels[0], excluding: left.gaps)
-        let phonesStep = Signals.largestStep(heard.channels[0], excluding: heard.gaps + [0])
-        #expect(speakerStep <= allowed && phonesStep <= allowed, "largest steps: speaker \(speakerStep), usbphones \(phonesStep); allowed \(allowed)")
+        let speakerStep = Signals.largestStep(left.channels[0], excluding: xruns == 0 ? left.gaps : left.cycleStarts.map(\.index))
+        let phonesStep = Signals.largestStep(heard.channels[0], excluding: (xruns == 0 ? heard.gaps : heard.cycleStarts.map(\.index)) + [0])
+        #expect(speakerStep <= allowed && phonesStep <= allowed,
+                "largest steps: speaker \(speakerStep), usbphones \(phonesStep); allowed \(allowed) (\(xruns) xruns)")
 
         // Pull out.
         rig.recorder.startRecording()
