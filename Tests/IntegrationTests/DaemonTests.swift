@@ -36,6 +36,17 @@ struct DaemonTests {
             process.standardInput = FileHandle.nullDevice
             try process.run()
         }
+        /// Waits like `waitFor`; on a timeout the daemon is killed and its log is in the error.
+        func waitFor(_ what: String, timeout: Double = 10, _ condition: () -> Bool) throws {
+            do {
+                try IntegrationTests.waitFor(what, timeout: timeout, condition)
+            } catch {
+                kill(process.processIdentifier, SIGKILL)
+                let log = (try? finish(timeout: 5).stderr) ?? "(no log)"
+                throw Unexpected(description: "\(error)\nduckrouter's log:\n\(log)")
+            }
+        }
+
         func finish(timeout: Double = 10) throws -> (status: Int32, stderr: String) {
             try waitFor("duckrouter to exit", timeout: timeout) { !process.isRunning }
             let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -131,18 +142,18 @@ struct DaemonTests {
         let run = try Run(["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"], ignoringSignals: ignoringSignals)
         let observer = try JackClient(name: "observer", server: server.name)
         defer { observer.close() }
-        try waitFor("the router's ports") { observer.portExists("duckrouter:speaker_out_2") }
+        try run.waitFor("the router's ports") { observer.portExists("duckrouter:speaker_out_2") }
         #expect(observer.ports(matching: "duckrouter:.*") == [
             "duckrouter:music_in_1", "duckrouter:music_in_2", "duckrouter:nav_in_1",
             "duckrouter:game_in_1", "duckrouter:game_in_2", "duckrouter:speaker_out_1", "duckrouter:speaker_out_2",
         ])
-        try waitFor("the speaker route connection") {
+        try run.waitFor("the speaker route connection") {
             observer.connections(of: "duckrouter:speaker_out_1") == ["system:playback_1"]
         }
         // Fully started (OSC answers), then a moment of running: the signal must stop a running
         // daemon, not only one that is still starting.
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
-        try waitFor("OSC to answer") { (try? ask(client, OSCMessage("/state"))) != nil }
+        try run.waitFor("OSC to answer") { (try? ask(client, OSCMessage("/state"))) != nil }
         Thread.sleep(forTimeInterval: 0.3)
         kill(run.process.processIdentifier, signal)
         let (status, stderr) = try run.finish()
