@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "OSCTransport", dependencies: ["CLiblo"]),
         // The OSC address space (DESIGN.md §3): commands, access control, replies, notifications.
         .target(name: "OSCControl", dependencies: [
-            "OSCTransport", "Policy", "RouterCore", "SessionStore",
+            "Engine", "OSCTransport", "Policy", "RouterCore", "SessionStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Session files: loading and validation, the state file, and the NSM client.

@@ -22,6 +22,8 @@ public final class Engine {
         public var meterBlocks: Int = 4
         /// Frames gathered into one meter block before it is handed back (about 21 ms at 48 kHz).
         public var meterIntervalFrames: Int = 1024
+        /// Cycle times that can wait for the control thread (8192: 22 s at 128 frames, 48 kHz).
+        public var timingRingCapacity: Int = 8192
 
         public init() {}
     }
@@ -34,6 +36,8 @@ public final class Engine {
     private var meterBlocks: [UnsafeMutablePointer<MeterBlock>] = []
     private var nextGeneration: UInt64 = 1
     private var retiredGeneration: UInt64 = 0
+    /// The process callback's own time per cycle, as far as `collectProcessTimes()` has read it.
+    public private(set) var processTimes = ProcessTimes()
 
     /// - Parameter portBuffer: how to reach a port's buffer for a cycle (JACK's
     ///   `jack_port_get_buffer`; tests pass a function that treats the handle as the buffer).
@@ -124,6 +128,60 @@ public final class Engine {
             _ = core.pointee.meterFree.push(bits)
         }
         return reading
+    }
+
+    /// Reads the cycle times the audio thread has left since the last call into `processTimes`;
+    /// returns how many.
+    @discardableResult
+    public func collectProcessTimes() -> Int {
+        var count = 0
+        while let ns = core.pointee.timings.pop() {
+            processTimes.record(nanoseconds: UInt64(ns))
+            count += 1
+        }
+        return count
+    }
+
+    /// Sets how many cycles the recent process-time window covers.
+    public func setProcessTimeWindow(cycles: UInt64) { processTimes.windowCycles = max(cycles, 1) }
+
+    /// Starts the process-time figures afresh.
+    public func resetProcessTimes() {
+        collectProcessTimes()
+        processTimes.reset()
+    }
+
+    /// Cycle times lost because `collectProcessTimes()` was not called for a long time.
+    public var droppedProcessTimes: UInt64 { core.pointee.timingsDropped.load(ordering: .relaxed) }
+
+    /// Forgets every plan, queued or in use, for a new set of ports (the JACK client was closed and
+    /// a new one is about to start). Every audible cell starts again from silence and rises to its
+    /// gain over `fadeInFrames`, so the first cycles after a reconnect do not click.
+    ///
+    /// Only while no process cycle can run: the client is deactivated or closed, and the next one
+    /// not yet activated. The next `publish` must carry the new ports before activation.
+    public func detach(fadeInFrames: Int32) {
+        collectRetiredPlans()
+        while let bits = core.pointee.inbox.pop() {
+            let plan = UnsafeMutablePointer<MixPlan>(bitPattern: bits)!
+            retiredGeneration = max(retiredGeneration, plan.pointee.generation)
+            MixPlan.destroy(plan)
+        }
+        if let plan = core.pointee.plan {
+            retiredGeneration = max(retiredGeneration, plan.pointee.generation)
+            MixPlan.destroy(plan)
+            core.pointee.plan = nil
+        }
+        let frames = max(fadeInFrames, 1)
+        for slot in 0..<configuration.gainSlotCapacity {
+            let target = core.pointee.gains[slot].target
+            core.pointee.gains[slot] = target == 0
+                ? .silent
+                : GainState(current: 0, target: target, step: target / Float(frames), remaining: frames)
+        }
+        core.pointee.frameClock = nil
+        core.pointee.frameClockArgument = nil
+        collectProcessTimes()
     }
 
     /// Counters the audio thread keeps, for diagnostics and tests.

@@ -22,6 +22,9 @@ public final class JackClient {
     }
 
     public let serverName: String
+
+    /// The server a client joins when none is named: `$JACK_DEFAULT_SERVER`, else `default`.
+    public static var defaultServerName: String { ProcessInfoServerName.current }
     private var client: OpaquePointer?
     private var context: Unmanaged<CallbackContext>?
     private var isActive = false

@@ -541,7 +541,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Sends a notification to the app it concerns and to every subscriber, once per address.
-    private func deliver(_ notification: PolicyNotification) {
+    private func deliver(_ notification: RouterNotification) {
         let bytes = OSCCodec.encode(Self.message(for: notification))
         var reached = Set<String>()
         if let app = notification.app, let target = notifyTargets[app] {
@@ -563,6 +563,16 @@ public final class ControlServer: @unchecked Sendable {
             logger.warning("dropping a subscriber after repeated failures", metadata: ["url": "\(target.url)"])
             if target.connection == nil { server.close(target.destination) }
             return true
+        }
+    }
+
+    static func message(for notification: RouterNotification) -> OSCMessage {
+        switch notification {
+        case let .policy(notification): message(for: notification)
+        case let .jack(connected, reason):
+            OSCMessage("/duckrouter/jack", [.string(connected ? "connected" : "disconnected"), .string(reason)])
+        case let .xruns(total, new):
+            OSCMessage("/duckrouter/xrun", [.int32(Int32(clamping: total)), .int32(Int32(clamping: new))])
         }
     }
 

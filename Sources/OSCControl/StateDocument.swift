@@ -1,3 +1,4 @@
+import Engine
 import SessionStore
 import Policy
 import RouterCore
@@ -73,8 +74,35 @@ struct StateDocument: Encodable {
         var routes: [String: [Double]]
     }
 
+    /// The process callback's own time per cycle, µs.
+    struct ProcessTime: Encodable {
+        var cycles: UInt64
+        var meanUs: Double
+        var p99Us: Double
+        var maxUs: Double
+        /// The period's length: the time a cycle must fit in.
+        var budgetUs: Double
+
+        init(_ summary: ProcessTimeSummary, budget: Double) {
+            func round(_ value: Double) -> Double { (value * 10).rounded() / 10 }
+            cycles = summary.cycles
+            meanUs = round(summary.meanMicroseconds)
+            p99Us = round(summary.p99Microseconds)
+            maxUs = round(summary.maxMicroseconds)
+            budgetUs = round(budget)
+        }
+    }
+
     struct EngineCounters: Encodable {
+        /// `connected`, or `disconnected` while the JACK server is away.
         var jack: String
+        /// Seconds since the server went away (only while it is away).
+        var jackAwaySeconds: Double?
+        var reconnects: Int
+        /// Since start, and over the last 10 to 20 seconds.
+        var processTime: ProcessTime
+        var recentProcessTime: ProcessTime
+        var planQueueFull: Int
         var cycles: UInt64
         var xruns: Int
         var publishedPlan: UInt64
@@ -122,7 +150,13 @@ struct StateDocument: Encodable {
                             selectedRoute: policy.selectedRoute, routes: routes, apps: apps, ducking: ducking,
                             interruptions: status.outsideInterruptions, nowPlaying: status.nowPlaying,
                             subscribers: subscribers, meterSubscribers: meterSubscribers)
-        engine = EngineCounters(jack: "connected", cycles: status.cycles, xruns: status.xruns, publishedPlan: status.publishedPlan,
+        let budget = 1_000_000 * Double(status.bufferSize) / Double(max(status.sampleRate, 1))
+        engine = EngineCounters(jack: status.jackConnected ? "connected" : "disconnected",
+                                jackAwaySeconds: status.jackDisconnectedSeconds.map { ($0 * 10).rounded() / 10 },
+                                reconnects: status.reconnects,
+                                processTime: ProcessTime(status.processTime, budget: budget),
+                                recentProcessTime: ProcessTime(status.recentProcessTime, budget: budget),
+                                planQueueFull: status.planQueueFull, cycles: status.cycles, xruns: status.xruns, publishedPlan: status.publishedPlan,
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
                                 saveRequests: status.saveRequests,
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),

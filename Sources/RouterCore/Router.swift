@@ -27,7 +27,13 @@ public final class Router: @unchecked Sendable {
         public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
         /// Receives every notification of the policy, in order, on the control queue (the OSC
         /// layer forwards them to apps and subscribers). It must not block.
-        public var onNotification: @Sendable (PolicyNotification) -> Void = { _ in }
+        public var onNotification: @Sendable (RouterNotification) -> Void = { _ in }
+        /// Called on the control queue when the JACK server goes away (false) and when the router
+        /// is running on it again (true). It must not block.
+        public var onJackConnection: @Sendable (Bool) -> Void = { _ in }
+        /// Waits between attempts to reach a JACK server that went away: the first, doubling up to
+        /// the last. The router never starts a server itself.
+        public var reconnectDelays: (first: Double, maximum: Double) = (0.1, 1.0)
         /// Channels of an app registered at run time when the caller does not say.
         public var defaultChannelCount = 2
         /// Receives the state to keep (volumes, silent switch, selected route, ducking, apps)
@@ -43,6 +49,8 @@ public final class Router: @unchecked Sendable {
 
     private struct AppState {
         var name: String
+        var channelCount: Int
+        /// `<app>_in_<n>`; empty while the JACK server is away (registered again when it is back).
         var ports: [JackPort]
         var meterSlots: [Int32]
         var connect: [PortPattern]
@@ -53,12 +61,15 @@ public final class Router: @unchecked Sendable {
         /// The ramp of the latest gain change, until a plan carrying it is published.
         var pendingRamp: Int32?
         /// Recording apps: `<app>_capture_<n>`, one per input channel, fed from the input route.
+        /// Slots are kept while the server is away; the ports are registered again with the app's.
         var capturePorts: [JackPort] = []
         var captureSlots: [Int32] = []
     }
 
     private struct RouteState {
         var name: String
+        var channelCount: Int
+        /// `<route>_out_<n>`; empty while the JACK server is away.
         var ports: [JackPort]
         var meterSlots: [Int32]
         var destinations: [String]
@@ -92,11 +103,28 @@ public final class Router: @unchecked Sendable {
 
     private let queue = DispatchQueue(label: "duckrouter.control", qos: .userInitiated)
     private let logger: Logger
-    private let client: JackClient
+    /// The JACK client; nil while the server is away (the router keeps its state and answers).
+    private var client: JackClient?
+    /// The client name asked for, the one JACK gave, and the server.
+    private let requestedClientName: String
+    private var clientName: String
+    private let serverName: String?
+    private var resolvedServerName: String
+    /// Counts JACK clients opened; events of an earlier one are ignored.
+    private var epoch = 0
+    private var disconnectedSince: Date?
+    private var lossReason = ""
+    private var reconnectAttempt = 0
+    private var reconnects = 0
+    private var reconnectScheduled = false
+    private let reconnectDelays: (first: Double, maximum: Double)
+    /// Where `jack_client_open` is tried, so a slow server never holds the control queue.
+    private let connector = DispatchQueue(label: "duckrouter.reconnect")
+    private let onJackConnection: @Sendable (Bool) -> Void
     private let engine: Engine
     private let rampMilliseconds: Double
     private let onServerLost: @Sendable (String) -> Void
-    private let onNotification: @Sendable (PolicyNotification) -> Void
+    private let onNotification: @Sendable (RouterNotification) -> Void
     private let onSave: (@Sendable (SavedState) -> Void)?
     private var savePending = false
     private let defaultChannelCount: Int
@@ -130,6 +158,11 @@ public final class Router: @unchecked Sendable {
     private var publishedGeneration: UInt64 = 0
     private var cellCount = 0
     private var xruns = 0
+    private var xrunsNotified = 0
+    private var lastXrunNotification = Date.distantPast
+    /// Control→audio hand-offs that found the plan queue full (the state waited and was coalesced).
+    private var planQueueFull = 0
+    private var lastPlanQueueFullLog = Date.distantPast
     private var latestMeters: MeterReading?
     /// Ports JACK reported unregistered that may still be in its graph for a moment.
     private var unregisteredPorts: Set<String> = []
@@ -140,12 +173,15 @@ public final class Router: @unchecked Sendable {
 
     /// Opens the JACK client, registers and connects every port of the session, and starts mixing.
     /// - Parameter onServerLost: called (on the control queue) when the JACK server shuts the
-    ///   client down; the router has stopped by then.
+    ///   client down. The router keeps its state, keeps answering, and joins the server again
+    ///   when it is back (`onJackConnection` says when).
     public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter"),
                 onServerLost: @escaping @Sendable (String) -> Void = { _ in }) throws(RouterError) {
         self.logger = logger
         self.onServerLost = onServerLost
         onNotification = configuration.onNotification
+        onJackConnection = configuration.onJackConnection
+        reconnectDelays = configuration.reconnectDelays
         onSave = configuration.onSave
         defaultChannelCount = configuration.defaultChannelCount
         maxInputChannels = configuration.engine.maxInputChannels
@@ -154,55 +190,42 @@ public final class Router: @unchecked Sendable {
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
         compiler = PlanCompiler(slotCapacity: configuration.engine.gainSlotCapacity)
         policy = try Router.makePolicy(session, fadeMilliseconds: rampMilliseconds)
-
-        // Events reach the control queue through this box, which is filled once `self` exists.
-        let forward = EventForwarder()
-        do {
-            client = try JackClient(name: configuration.clientName ?? session.client,
-                                    server: configuration.server,
-                                    events: { event in forward.send(event) })
-        } catch {
-            throw .jack(error)
-        }
+        requestedClientName = configuration.clientName ?? session.client
+        clientName = requestedClientName
+        serverName = configuration.server
+        resolvedServerName = configuration.server ?? JackClient.defaultServerName
         engine = Engine(configuration: configuration.engine, portBuffer: JackClient.portBuffer)
-        engine.setFrameClock(JackClient.cycleStartFrame, argument: client.rawHandle)
-        sampleRate = client.sampleRate
-        bufferSize = client.bufferSize
+        sampleRate = 48000
+        bufferSize = 128
 
+        // The session's apps, routes and input, with their meter slots; JACK ports come next.
         do {
-            try registerPorts(session)
-            try client.setProcessCallback(engineProcessCallback, argument: engine.processArgument)
-            // Routes whose device is not there yet start unavailable (DESIGN.md §2).
-            try onQueue { () throws(RouterError) in
-                updateRoutePresence()
-                if let route = session.selectedRoute {
-                    if policy.state.availableRoutes.contains(route) {
-                        _ = try? performOnQueue([Change(.selectRoute(route))])
-                    } else {
-                        logger.notice("the route selected when the router last ran is not available now", metadata: ["route": "\(route)"])
-                    }
-                }
-                try publishPlan()
+            inputSources = session.input.ports
+            inputSlots = inputSources.map { _ in takeInputSlot() }
+            for app in session.apps {
+                try addApp(app.name, channelCount: app.channelCount, connect: app.connect)
+                apps[apps.count - 1].exclusive = app.exclusive
             }
-            try client.activate()
-        } catch let error as JackError {
-            client.close()
-            throw .jack(error)
+            for route in session.routes {
+                routes.append(RouteState(name: route.name, channelCount: route.channelCount, ports: [],
+                                         meterSlots: (1...route.channelCount).map { _ in takeOutputSlot() },
+                                         destinations: route.ports, gain: policy.state.systemVolume(route.name) ?? 1))
+            }
         } catch let error as RouterError {
-            client.close()
             throw error
         } catch {
-            client.close()
             throw .capacity("\(error)")
         }
-        forward.target = { [weak self] event in
-            guard let router = self else { return }
-            router.queue.async { [weak router] in router?.handle(event) }
+        currentRoute = policy.state.currentRoute.flatMap { name in routes.firstIndex { $0.name == name } }
+
+        let opened: JackClient
+        do {
+            opened = try openClient()
+        } catch {
+            throw .jack(error)
         }
-        queue.sync {
-            connectRoutes()
-            connectInputs()
-            for index in apps.indices { connectSources(ofApp: index) }
+        try onQueue { () throws(RouterError) in
+            try attach(opened, selectedRoute: session.selectedRoute)
             startHousekeeping(every: configuration.housekeepingInterval)
             for app in session.apps where app.startsActive {
                 do throws(RouterError) {
@@ -212,7 +235,7 @@ public final class Router: @unchecked Sendable {
                 }
             }
         }
-        logger.info("running", metadata: ["client": "\(client.name)", "server": "\(client.serverName)",
+        logger.info("running", metadata: ["client": "\(clientName)", "server": "\(resolvedServerName)",
                                           "rate": "\(sampleRate)", "period": "\(bufferSize)",
                                           "apps": "\(apps.count)", "routes": "\(routes.count)"])
     }
@@ -233,8 +256,159 @@ public final class Router: @unchecked Sendable {
         stopped = true
         timer?.cancel()
         timer = nil
-        client.deactivate()
-        client.close()
+        client?.deactivate()
+        client?.close()
+        client = nil
+    }
+
+    // MARK: - The JACK client, and losing it
+
+    /// Opens a client on the server (never starting one). Its events reach the control queue
+    /// tagged with the client's epoch, so those of a client closed since are dropped. Any thread.
+    private func openClient() throws(JackError) -> JackClient {
+        let forward = EventForwarder()
+        let opened = try JackClient(name: requestedClientName, server: serverName,
+                                    events: { event in forward.send(event) })
+        let source = ObjectIdentifier(opened)
+        forward.target = { [weak self] event in
+            guard let router = self else { return }
+            router.queue.async { [weak router] in router?.handle(event, from: source) }
+        }
+        return opened
+    }
+
+    /// Puts the router on a newly opened client: registers every port (the session's and those of
+    /// apps registered at run time), points the engine at them, publishes the mix before the first
+    /// cycle, activates, and makes every route, input and patchbay connection. On the control
+    /// queue. On failure the client is closed and nothing of it is kept.
+    private func attach(_ opened: JackClient, selectedRoute: String? = nil) throws(RouterError) {
+        client = opened
+        epoch += 1
+        clientName = opened.name
+        resolvedServerName = opened.serverName
+        unregisteredPorts = []
+        do {
+            try registerPorts(on: opened)
+            engine.setFrameClock(JackClient.cycleStartFrame, argument: opened.rawHandle)
+            sampleRate = opened.sampleRate
+            bufferSize = opened.bufferSize
+            engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
+            try opened.setProcessCallback(engineProcessCallback, argument: engine.processArgument)
+            // Routes whose device is not there (yet) start unavailable (DESIGN.md §2).
+            updateRoutePresence()
+            if let route = selectedRoute {
+                if policy.state.availableRoutes.contains(route) {
+                    _ = try? performOnQueue([Change(.selectRoute(route))])
+                } else {
+                    logger.notice("the route selected when the router last ran is not available now", metadata: ["route": "\(route)"])
+                }
+            }
+            try publishPlan()
+            guard !needsPublish else { throw RouterError.capacity("the audio thread's plan queue is full before activation") }
+            try opened.activate()
+        } catch {
+            detach()
+            opened.close()
+            switch error {
+            case let error as JackError: throw .jack(error)
+            case let error as RouterError: throw error
+            default: throw .capacity("\(error)")
+            }
+        }
+        connectRoutes()
+        connectInputs()
+        for index in apps.indices { connectSources(ofApp: index) }
+    }
+
+    /// Forgets the client's ports (they died with it) and the engine's plans that point at them.
+    /// Slots, gains, and the policy stay. Only when no process cycle can run.
+    private func detach() {
+        client = nil
+        for index in apps.indices {
+            apps[index].ports = []
+            apps[index].capturePorts = []
+        }
+        for index in retiring.indices {
+            retiring[index].ports = []
+            retiring[index].capturePorts = []
+        }
+        for index in routes.indices { routes[index].ports = [] }
+        inputPorts = []
+        engine.detach(fadeInFrames: rampFrames)
+    }
+
+    /// The server shut the client down (jackd stopped or crashed). JACK's notification only flags
+    /// it; here, on the control queue, the client is closed, the router keeps every setting and
+    /// keeps answering, and tries to join the server again with backoff.
+    private func serverLost(_ reason: String) {
+        guard !stopped, let lost = client else { return }
+        onJackConnection(false)
+        logger.error("the JACK server went away: \(reason); keeping the state and waiting for it to come back",
+                     metadata: ["server": "\(resolvedServerName)"])
+        lost.close()
+        detach()
+        disconnectedSince = Date()
+        lossReason = reason
+        reconnectAttempt = 0
+        // Bundles timed on the lost server's frame clock cannot be placed on the next one.
+        let pending = scheduled
+        scheduled = []
+        for entry in pending {
+            do throws(RouterError) { entry.completion(.success(try performOnQueue(entry.changes))) } catch { entry.completion(.failure(error)) }
+        }
+        onNotification(.jack(connected: false, reason: reason))
+        onServerLost(reason)
+        scheduleReconnect()
+    }
+
+    private func scheduleReconnect() {
+        guard !stopped, client == nil, !reconnectScheduled else { return }
+        reconnectScheduled = true
+        let delay = min(reconnectDelays.first * pow(2, Double(min(reconnectAttempt, 16))), reconnectDelays.maximum)
+        reconnectAttempt += 1
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self else { return }
+            reconnectScheduled = false
+            guard !stopped, client == nil else { return }
+            // jack_client_open runs off the control queue: OSC keeps being answered meanwhile.
+            connector.async { [weak self] in
+                guard let self else { return }
+                let outcome: Result<JackClient, JackError>
+                do throws(JackError) { outcome = .success(try openClient()) } catch { outcome = .failure(error) }
+                let handover = Handover(outcome)
+                queue.async { [weak self] in self?.reconnected(handover.value) }
+            }
+        }
+    }
+
+    private func reconnected(_ outcome: Result<JackClient, JackError>) {
+        guard !stopped, client == nil else {
+            if case let .success(opened) = outcome { opened.close() }
+            return
+        }
+        switch outcome {
+        case let .failure(error):
+            if reconnectAttempt == 1 || reconnectAttempt % 30 == 0 {
+                logger.notice("JACK server still away: \(error)", metadata: ["attempts": "\(reconnectAttempt)"])
+            }
+            scheduleReconnect()
+        case let .success(opened):
+            do throws(RouterError) {
+                try attach(opened)
+            } catch {
+                logger.error("joined the JACK server again but could not start on it: \(error); trying again")
+                scheduleReconnect()
+                return
+            }
+            let away = disconnectedSince.map { Date().timeIntervalSince($0) } ?? 0
+            disconnectedSince = nil
+            reconnects += 1
+            logger.notice("running again on the JACK server", metadata: [
+                "server": "\(resolvedServerName)", "away": "\(String(format: "%.1f", away)) s",
+                "rate": "\(sampleRate)", "period": "\(bufferSize)", "apps": "\(apps.count)"])
+            onNotification(.jack(connected: true, reason: "reconnected after \(String(format: "%.1f", away)) s"))
+            onJackConnection(true)
+        }
     }
 
     // MARK: - Setup
@@ -261,67 +435,86 @@ public final class Router: @unchecked Sendable {
         return policy
     }
 
-    private func registerPorts(_ session: Session) throws {
-        inputSources = session.input.ports
-        for n in inputSources.indices {
-            inputPorts.append(try client.registerAudioPort("input_\(n + 1)", direction: .input))
-            inputSlots.append(nextInputSlot)
-            nextInputSlot += 1
-        }
-        setPrettyNames(inputPorts, "input")
-        for app in session.apps {
-            try addApp(app.name, channelCount: app.channelCount, connect: app.connect)
-            apps[apps.count - 1].exclusive = app.exclusive
-            if app.category.recordsInput { try addCapturePorts(toApp: apps.count - 1) }
-        }
-        for route in session.routes {
-            var ports: [JackPort] = []
-            var slots: [Int32] = []
-            for n in 1...route.channelCount {
-                ports.append(try client.registerAudioPort("\(route.name)_out_\(n)", direction: .output))
-                slots.append(nextOutputSlot)
-                nextOutputSlot += 1
-            }
-            setPrettyNames(ports, route.name)
-            routes.append(RouteState(name: route.name, ports: ports, meterSlots: slots, destinations: route.ports,
-                                     gain: policy.state.systemVolume(route.name) ?? 1))
-        }
-        currentRoute = policy.state.currentRoute.flatMap { name in routes.firstIndex { $0.name == name } }
+    private func takeInputSlot() -> Int32 {
+        if let slot = freeInputSlots.popLast() { return slot }
+        nextInputSlot += 1
+        return nextInputSlot - 1
     }
 
-    /// Registers an app's input ports `<app>_in_1…`, each with a stable meter slot. It starts
-    /// silent: the policy opens it when it is activated.
-    private func addApp(_ name: String, channelCount: Int, connect: [PortPattern]) throws {
-        // An app removed moments ago still owns its port names while it fades: take them back.
-        if let index = retiring.firstIndex(where: { $0.name == name && $0.ports.count == channelCount }) {
-            let old = retiring.remove(at: index)
-            apps.append(AppState(name: name, ports: old.ports, meterSlots: old.meterSlots, connect: connect, gain: 0,
-                                 capturePorts: old.capturePorts, captureSlots: old.captureSlots))
-            return
+    private func takeOutputSlot() -> Int32 {
+        if let slot = freeOutputSlots.popLast() { return slot }
+        nextOutputSlot += 1
+        return nextOutputSlot - 1
+    }
+
+    /// Registers every port the router has on a new client: the input route, each app's inputs
+    /// (and capture outputs for recording apps), each route's outputs. Meter slots stay as they were.
+    private func registerPorts(on client: JackClient) throws {
+        inputPorts = try inputSources.indices.map { n in try client.registerAudioPort("input_\(n + 1)", direction: .input) }
+        setPrettyNames(inputPorts, "input")
+        for index in apps.indices {
+            try registerAppPorts(index)
         }
-        let used = apps.reduce(0) { $0 + $1.ports.count } + retiring.reduce(0) { $0 + $1.ports.count } + inputPorts.count
-        guard used + channelCount <= maxInputChannels else {
-            throw RouterError.capacity("'\(name)' needs \(channelCount) more input channels; the engine has \(maxInputChannels - used) left")
+        for index in routes.indices {
+            routes[index].ports = try (1...routes[index].channelCount).map { n in
+                try client.registerAudioPort("\(routes[index].name)_out_\(n)", direction: .output)
+            }
+            setPrettyNames(routes[index].ports, routes[index].name)
         }
+    }
+
+    /// Registers an app's `<app>_in_<n>` ports (and its capture outputs when it records) on the
+    /// current client, when it has none yet. Nothing when the server is away.
+    private func registerAppPorts(_ index: Int) throws {
+        guard let client, apps[index].ports.isEmpty else { return }
+        let name = apps[index].name
         var ports: [JackPort] = []
-        var slots: [Int32] = []
         do {
-            for n in 1...channelCount {
+            for n in 1...apps[index].channelCount {
                 ports.append(try client.registerAudioPort("\(name)_in_\(n)", direction: .input))
-                if let slot = freeInputSlots.popLast() {
-                    slots.append(slot)
-                } else {
-                    slots.append(nextInputSlot)
-                    nextInputSlot += 1
-                }
             }
         } catch {
             for port in ports { client.unregister(port) }
-            freeInputSlots.append(contentsOf: slots)
             throw error
         }
         setPrettyNames(ports, name)
-        apps.append(AppState(name: name, ports: ports, meterSlots: slots, connect: connect, gain: 0))
+        apps[index].ports = ports
+        if !apps[index].captureSlots.isEmpty || policy.state.app(name)?.configuration.category.recordsInput == true {
+            try addCapturePorts(toApp: index)
+        }
+    }
+
+    /// Adds an app with its meter slots and, while the server is there, its input ports
+    /// `<app>_in_1…`. It starts silent: the policy opens it when it is activated.
+    private func addApp(_ name: String, channelCount: Int, connect: [PortPattern]) throws {
+        // An app removed moments ago still owns its port names and slots while it fades: take them back.
+        if let index = retiring.firstIndex(where: { $0.name == name && $0.meterSlots.count == channelCount }) {
+            let old = retiring.remove(at: index)
+            apps.append(AppState(name: name, channelCount: channelCount, ports: old.ports, meterSlots: old.meterSlots,
+                                 connect: connect, gain: 0, capturePorts: old.capturePorts, captureSlots: old.captureSlots))
+            do {
+                try registerAppPorts(apps.count - 1)
+            } catch {
+                let app = apps.removeLast()
+                retiring.insert(RetiringApp(name: name, ports: app.ports, meterSlots: app.meterSlots,
+                                            capturePorts: app.capturePorts, captureSlots: app.captureSlots), at: index)
+                throw error
+            }
+            return
+        }
+        let used = apps.reduce(0) { $0 + $1.channelCount } + retiring.reduce(0) { $0 + $1.meterSlots.count } + inputSlots.count
+        guard used + channelCount <= maxInputChannels else {
+            throw RouterError.capacity("'\(name)' needs \(channelCount) more input channels; the engine has \(maxInputChannels - used) left")
+        }
+        let slots = (1...channelCount).map { _ in takeInputSlot() }
+        apps.append(AppState(name: name, channelCount: channelCount, ports: [], meterSlots: slots, connect: connect, gain: 0))
+        do {
+            try registerAppPorts(apps.count - 1)
+        } catch {
+            apps.removeLast()
+            freeInputSlots.append(contentsOf: slots)
+            throw error
+        }
     }
 
     /// What patchbays show for channel `n` (from 1) of `count`: "music L"/"music R" for a pair,
@@ -335,20 +528,22 @@ public final class Router: @unchecked Sendable {
     }
 
     private func setPrettyNames(_ ports: [JackPort], _ base: String) {
-        for (k, port) in ports.enumerated() { client.setPrettyName(port, Self.prettyName(base, channel: k + 1, of: ports.count)) }
+        for (k, port) in ports.enumerated() { client?.setPrettyName(port, Self.prettyName(base, channel: k + 1, of: ports.count)) }
     }
 
     /// Gives a recording app its capture outputs `<app>_capture_<n>`, one per input channel (none
-    /// when the session has no input). Kept until the app is removed.
+    /// when the session has no input), keeping the slots it had before a reconnect. Kept until the
+    /// app is removed. Nothing while the server is away (they come with the app's other ports).
     private func addCapturePorts(toApp index: Int) throws {
-        guard !inputPorts.isEmpty, apps[index].capturePorts.isEmpty else { return }
+        guard let client, !inputSources.isEmpty, apps[index].capturePorts.isEmpty else { return }
+        let reuse = apps[index].captureSlots.count == inputSources.count
         let used = Int(nextOutputSlot) - freeOutputSlots.count
-        guard used + inputPorts.count <= maxOutputChannels else {
-            throw RouterError.capacity("'\(apps[index].name)' needs \(inputPorts.count) capture outputs; the engine has \(maxOutputChannels - used) left")
+        guard reuse || used + inputSources.count <= maxOutputChannels else {
+            throw RouterError.capacity("'\(apps[index].name)' needs \(inputSources.count) capture outputs; the engine has \(maxOutputChannels - used) left")
         }
         var ports: [JackPort] = []
         do {
-            for n in 1...inputPorts.count {
+            for n in 1...inputSources.count {
                 ports.append(try client.registerAudioPort("\(apps[index].name)_capture_\(n)", direction: .output))
             }
         } catch {
@@ -357,11 +552,7 @@ public final class Router: @unchecked Sendable {
         }
         setPrettyNames(ports, "\(apps[index].name) capture")
         apps[index].capturePorts = ports
-        apps[index].captureSlots = ports.map { _ in
-            if let slot = freeOutputSlots.popLast() { return slot }
-            nextOutputSlot += 1
-            return nextOutputSlot - 1
-        }
+        if !reuse { apps[index].captureSlots = ports.map { _ in takeOutputSlot() } }
     }
 
     private func addCapturePortsLogging(_ name: String) {
@@ -375,6 +566,7 @@ public final class Router: @unchecked Sendable {
 
     /// Connects the session's input ports to the input route's ports, where they exist.
     private func connectInputs(onlyPort newPort: String? = nil) {
+        guard let client, inputPorts.count == inputSources.count else { return }
         for (k, source) in inputSources.enumerated() where newPort == nil || newPort == source {
             guard client.portExists(source) else {
                 logger.warning("input port is missing; will connect when it appears", metadata: ["port": "\(source)"])
@@ -390,7 +582,8 @@ public final class Router: @unchecked Sendable {
 
     /// Connects each route channel to its destination port, where that port exists.
     private func connectRoutes(onlyPort newPort: String? = nil) {
-        for route in routes {
+        guard let client else { return }
+        for route in routes where route.ports.count == route.channelCount {
             for (k, destination) in route.destinations.enumerated() where newPort == nil || newPort == destination {
                 guard client.portExists(destination) else {
                     logger.warning("route destination is missing; will connect when it appears",
@@ -409,7 +602,7 @@ public final class Router: @unchecked Sendable {
     /// Connects the ports an app's `connect` patterns match to the app's inputs.
     private func connectSources(ofApp index: Int) {
         let app = apps[index]
-        guard !app.connect.isEmpty else { return }
+        guard let client, !app.connect.isEmpty, !app.ports.isEmpty else { return }
         let own = client.name + ":"
         let candidates = client.ports(direction: .output).filter { !$0.hasPrefix(own) }
         var sources: [String] = []
@@ -441,8 +634,9 @@ public final class Router: @unchecked Sendable {
 
     // MARK: - Events (control queue)
 
-    private func handle(_ event: JackEvent) {
-        guard !stopped else { return }
+    private func handle(_ event: JackEvent, from source: ObjectIdentifier) {
+        // Events of a client closed since (the server went away) are stale.
+        guard !stopped, let client, ObjectIdentifier(client) == source else { return }
         switch event {
         case let .portRegistered(name):
             if name.hasPrefix(client.name + ":") { return }
@@ -461,7 +655,7 @@ public final class Router: @unchecked Sendable {
             // name it, every route is checked again a little later.
             if name.isEmpty {
                 queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in
-                    guard let self, !stopped else { return }
+                    guard let self, !stopped, self.client != nil else { return }
                     updateRoutePresence()
                 }
             } else {
@@ -469,19 +663,20 @@ public final class Router: @unchecked Sendable {
             }
             updateRoutePresence()
         case let .bufferSizeChanged(frames):
+            guard frames != bufferSize else { return }
             logger.info("JACK period changed", metadata: ["from": "\(bufferSize)", "to": "\(frames)"])
             bufferSize = frames
+            engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
             republish()
         case let .sampleRateChanged(rate):
+            guard rate != sampleRate else { return }
             logger.info("JACK sample rate changed", metadata: ["from": "\(sampleRate)", "to": "\(rate)"])
             sampleRate = rate
             republish()
         case .xrun:
             xruns += 1
         case let .shutdown(reason):
-            logger.error("the JACK server shut the router down: \(reason)")
-            stopOnQueue()
-            onServerLost(reason)
+            serverLost(reason)
         case let .portsConnected(_, destination):
             // Someone connected to an exclusive app: only its own sources stay.
             for index in apps.indices where apps[index].exclusive && apps[index].ports.contains(where: { $0.name == destination }) {
@@ -497,6 +692,8 @@ public final class Router: @unchecked Sendable {
     /// available or unavailable (DESIGN.md §5.9): last in wins, private routes stop what played
     /// through them. `port`: only routes with that destination; nil: every route.
     private func updateRoutePresence(port: String? = nil) {
+        // While the server is away nothing is known of the graph: routes stay as they were.
+        guard let client else { return }
         // Names JACK announced as gone that have left the graph by now need no remembering.
         unregisteredPorts = unregisteredPorts.filter { client.portExists($0) }
         for index in routes.indices where port.map(routes[index].destinations.contains) ?? true {
@@ -524,6 +721,9 @@ public final class Router: @unchecked Sendable {
 
     private func housekeeping() {
         guard !stopped else { return }
+        engine.collectProcessTimes()
+        notifyXruns()
+        guard client != nil else { return }
         engine.collectRetiredPlans()
         if let reading = engine.collectMeters() {
             latestMeters = reading
@@ -535,9 +735,19 @@ public final class Router: @unchecked Sendable {
         removeRetiredPorts()
     }
 
+    /// Tells subscribers about xruns, at most once a second however many come.
+    private func notifyXruns() {
+        guard xruns > xrunsNotified, Date().timeIntervalSince(lastXrunNotification) >= 1 else { return }
+        let new = xruns - xrunsNotified
+        xrunsNotified = xruns
+        lastXrunNotification = Date()
+        logger.notice("JACK xruns", metadata: ["new": "\(new)", "total": "\(xruns)"])
+        onNotification(.xruns(total: xruns, new: new))
+    }
+
     /// Unregisters the ports of removed apps once no plan the audio thread may use reads them.
     private func removeRetiredPorts() {
-        guard !retiring.isEmpty, !needsPublish else { return }
+        guard let client, !retiring.isEmpty, !needsPublish else { return }
         for index in retiring.indices where retiring[index].clearedInPlan == nil {
             if !retiring[index].meterSlots.contains(where: compiler.hasCells(input:))
                 && !retiring[index].captureSlots.contains(where: compiler.hasCells(output:)) {
@@ -574,6 +784,11 @@ public final class Router: @unchecked Sendable {
     /// Compiles the current state into a plan and queues it. When the queue is full the state is
     /// kept and the housekeeping timer publishes it (coalesced with any later change).
     private func publishPlan(startFrame: UInt32? = nil) throws(RouterError) {
+        // While the server is away the state only changes; the plan goes out with the new ports.
+        guard client != nil else {
+            needsPublish = true
+            return
+        }
         let inputs = apps.flatMap { app in
             zip(app.ports, app.meterSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
         } + zip(inputPorts, inputSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
@@ -637,9 +852,16 @@ public final class Router: @unchecked Sendable {
                 for index in apps.indices { apps[index].pendingRamp = nil }
                 for index in routes.indices { routes[index].pendingRamp = nil }
             } else {
+                // Nothing is dropped: the state waits here, later changes join it, and housekeeping
+                // publishes it as soon as the audio thread has taken a plan.
                 needsPublish = true
+                planQueueFull += 1
                 if startFrame != nil {
                     logger.warning("the audio thread's plan queue is full: a scheduled change will apply late")
+                } else if Date().timeIntervalSince(lastPlanQueueFullLog) >= 10 {
+                    lastPlanQueueFullLog = Date()
+                    logger.warning("the audio thread's plan queue is full: changes wait and are coalesced into the next plan",
+                                   metadata: ["times": "\(planQueueFull)"])
                 }
             }
         } catch {
@@ -687,7 +909,7 @@ public final class Router: @unchecked Sendable {
         try onQueue { () throws(RouterError) in
             guard !stopped else { throw .stopped }
             let delay = time - Date().timeIntervalSince1970
-            guard delay.isFinite, delay > 0, delay <= Router.schedulingHorizon else {
+            guard let client, delay.isFinite, delay > 0, delay <= Router.schedulingHorizon else {
                 logger.notice("bundle timetag is \(delay > 0 ? "more than \(Int(Router.schedulingHorizon)) s ahead" : "in the past") (\(String(format: "%+.3f", delay)) s); applying it now")
                 completion(.success(try performOnQueue(changes)))
                 return
@@ -712,6 +934,7 @@ public final class Router: @unchecked Sendable {
     public func frameTime(atUnixTime time: Double) -> UInt32 {
         queue.sync {
             let delay = time - Date().timeIntervalSince1970
+            guard let client else { return 0 }
             return client.frameTime(atMicroseconds: UInt64(max(0, Double(client.microseconds) + delay * 1_000_000)))
         }
     }
@@ -719,7 +942,7 @@ public final class Router: @unchecked Sendable {
     /// Applies the scheduled changes due within the next few periods, each in a plan that starts
     /// at its frame. The lead covers the housekeeping interval and the hand-over to the audio thread.
     private func runDueSchedules() {
-        guard !scheduled.isEmpty else { return }
+        guard let client, !scheduled.isEmpty else { return }
         let now = client.frameTime
         let lead = Int32(3 * bufferSize + sampleRate / 25)
         while let first = scheduled.first, Int32(bitPattern: first.frame &- now) <= lead {
@@ -854,9 +1077,9 @@ public final class Router: @unchecked Sendable {
                 event = .setRouteAvailable(route: route, flag && routes[r].present)
             }
             if case let .setChannelMap(app, links?) = event {
-                let appChannels = additions.last { $0.name == app }?.channels ?? apps.first { $0.name == app }?.ports.count
+                let appChannels = additions.last { $0.name == app }?.channels ?? apps.first { $0.name == app }?.channelCount
                 for link in links {
-                    let routeChannels = routes.first { $0.name == link.route }?.ports.count
+                    let routeChannels = routes.first { $0.name == link.route }?.channelCount
                     guard appChannels.map({ link.appChannel <= $0 }) ?? true, routeChannels.map({ link.routeChannel <= $0 }) ?? true else {
                         let error = PolicyError(.badArgument, "channel map \(link): '\(app)' has \(appChannels ?? 0) channels, '\(link.route)' \(routeChannels ?? 0)")
                         throw changes.count == 1 ? .policy(error) : .batch(index: index, error)
@@ -884,7 +1107,8 @@ public final class Router: @unchecked Sendable {
                 try addApp(addition.name, channelCount: addition.channels, connect: connect)
             } catch {
                 for app in apps[appsBefore...] {
-                    for port in app.ports { client.unregister(port) }
+                    for port in app.ports + app.capturePorts { client?.unregister(port) }
+                    freeOutputSlots.append(contentsOf: app.captureSlots)
                     freeInputSlots.append(contentsOf: app.meterSlots)
                 }
                 apps.removeSubrange(appsBefore...)
@@ -956,7 +1180,7 @@ public final class Router: @unchecked Sendable {
             currentRoute = routes.firstIndex { $0.name == name }
             for index in apps.indices { apps[index].pendingRamp = frames(milliseconds: milliseconds) }
         case let .notify(notification):
-            onNotification(notification)
+            onNotification(.policy(notification))
         case .save:
             saveRequests += 1
             scheduleSave()
@@ -988,7 +1212,7 @@ public final class Router: @unchecked Sendable {
         let state = policy.state
         // Slider positions to 6 decimals: 0.3, not 0.30000001192092896 (the policy keeps floats).
         func position(_ linear: Float) -> Double { (Double(Decibels.sliderPosition(linear: linear)) * 1e6).rounded() / 1e6 }
-        let channels = Dictionary(apps.map { ($0.name, $0.ports.count) }, uniquingKeysWith: { a, _ in a })
+        let channels = Dictionary(apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a })
         return SavedState(
             silent: state.silentSwitch, selectedRoute: state.selectedRoute,
             ducking: .init(level: state.ducking.level, attack: state.ducking.attack, release: state.ducking.release),
@@ -1036,7 +1260,10 @@ public final class Router: @unchecked Sendable {
             }
             let mix = policy.mix
             return RouterStatus(
-                client: client.name, server: client.serverName, sampleRate: sampleRate, bufferSize: bufferSize,
+                client: clientName, server: resolvedServerName, jackConnected: client != nil,
+                jackDisconnectedSeconds: disconnectedSince.map { Date().timeIntervalSince($0) }, reconnects: reconnects,
+                processTime: engine.processTimes.sinceStart.summary, recentProcessTime: engine.processTimes.recent.summary,
+                planQueueFull: planQueueFull, sampleRate: sampleRate, bufferSize: bufferSize,
                 rampMilliseconds: rampMilliseconds,
                 apps: apps.map { app in
                     .init(name: app.name, ports: (app.ports + app.capturePorts).map(\.name),
@@ -1074,7 +1301,7 @@ public final class Router: @unchecked Sendable {
     }
 
     /// The JACK thread that runs this router's process callback (for real-time checks in tests).
-    public var processThread: pthread_t { queue.sync { client.processThread } }
+    public var processThread: pthread_t? { queue.sync { client?.processThread } }
 }
 
 /// Hands JACK notifications to the router once it exists; before that they are dropped (nothing
@@ -1091,4 +1318,11 @@ private final class EventForwarder: @unchecked Sendable {
     }
 
     func send(_ event: JackEvent) { target?(event) }
+}
+
+/// Carries a value opened on one queue to another that takes it over (a JACK client opened on the
+/// connector queue, used only on the control queue from then on).
+private final class Handover<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

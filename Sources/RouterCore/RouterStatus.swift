@@ -1,3 +1,4 @@
+import Engine
 import Policy
 /// A snapshot of the router for people and tests: what exists, at what level, and how the audio
 /// thread is doing.
@@ -28,6 +29,16 @@ public struct RouterStatus: Sendable, Equatable {
 
     public var client: String
     public var server: String
+    /// Whether the router is on its JACK server now; while it is not, how long it has been away.
+    public var jackConnected: Bool
+    public var jackDisconnectedSeconds: Double?
+    /// Times the router joined its server again after losing it.
+    public var reconnects: Int
+    /// The process callback's own time per cycle, since start and over the last 10 to 20 seconds.
+    public var processTime: ProcessTimeSummary
+    public var recentProcessTime: ProcessTimeSummary
+    /// Hand-offs that found the audio thread's plan queue full (the change waited, coalesced).
+    public var planQueueFull: Int
     public var sampleRate: Int
     public var bufferSize: Int
     public var rampMilliseconds: Double

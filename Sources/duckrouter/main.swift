@@ -49,8 +49,8 @@ struct Check: ParsableCommand {
 
 /// The daemon: loads a session, runs the router until SIGINT or SIGTERM.
 ///
-/// Exit codes: 0 after a clean stop, 1 when JACK is unavailable or goes away or the OSC port
-/// cannot be opened, 2 when the session file is unreadable or invalid, 64 for bad command-line
+/// Exit codes: 0 after a clean stop, 1 when no JACK server runs at start or the OSC port cannot
+/// be opened (a server that goes away later is waited for), 2 when the session file is unreadable or invalid, 64 for bad command-line
 /// arguments.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -228,10 +228,10 @@ struct Run: ParsableCommand {
 
         let router: Router
         do {
-            router = try Router(configuration: configuration, logger: logger, onServerLost: { _ in
-                printError("duckrouter: the JACK server went away; exiting")
-                Foundation.exit(1)
-            })
+            // A server that goes away is waited for (docs/RELIABILITY.md): libjack's complaints
+            // while it is away are only debug lines, the router's own say what happens.
+            configuration.onJackConnection = { isConnected in connected.store(isConnected, ordering: .relaxed) }
+            router = try Router(configuration: configuration, logger: logger)
         } catch {
             printError("duckrouter: \(error)")
             throw ExitCode(1)

@@ -207,7 +207,7 @@ struct RouterAudioTests {
         Thread.sleep(forTimeInterval: 0.3)
         let firstPlan = router.status().adoptedPlan
         let firstCycle = router.status().cycles
-        CAllocCounter_watch(router.processThread)
+        CAllocCounter_watch(try #require(router.processThread))
         let period = Double(rig.server.period) / Double(rig.sampleRate)
         let end = Date().addingTimeInterval(2.2)
         var loud = false

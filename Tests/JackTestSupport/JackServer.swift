@@ -8,7 +8,7 @@ public final class JackServer: @unchecked Sendable {
     public let sampleRate: Int
     public let period: Int
     public let logFile: URL
-    private let process: Process
+    private var process: Process
 
     public enum Failure: Error, CustomStringConvertible {
         case didNotStart(String, log: String)
@@ -89,6 +89,25 @@ public final class JackServer: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Kills jackd with SIGKILL, as a crash would, and waits for it. Its clients lose the server.
+    public func kill9() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { Thread.sleep(forTimeInterval: 0.005) }
+    }
+
+    /// Starts jackd again under the same name and settings after `kill9()` or `stop()`; returns
+    /// when a client can connect. Returns the moment jackd was launched.
+    @discardableResult
+    public func restart() throws -> Date {
+        let launched = Date()
+        guard let started = try Self.start(name: name, sampleRate: sampleRate, period: period, log: logFile) else {
+            throw Failure.didNotStart(name, log: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
+        }
+        process = started
+        return launched
+    }
 
     public var isRunning: Bool { process.isRunning }
 

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Everything the process thread touches, in one block of unmanaged memory.
 ///
@@ -15,6 +18,7 @@ struct EngineCore: ~Copyable {
     let outbox: SPSCRing         // audio → control: retired plans
     let meterFree: SPSCRing      // control → audio: zeroed meter blocks
     let meterFull: SPSCRing      // audio → control: filled meter blocks
+    let timings: SPSCRing        // audio → control: each cycle's own time, ns
 
     let gains: UnsafeMutablePointer<GainState>
     let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>>
@@ -35,6 +39,8 @@ struct EngineCore: ~Copyable {
     let nonFiniteInputBuffers = Atomic<UInt64>(0)
     let nonFiniteOutputBuffers = Atomic<UInt64>(0)
     let oversizedCycles = Atomic<UInt64>(0)
+    /// Cycle times lost because the control thread did not empty `timings` in time.
+    let timingsDropped = Atomic<UInt64>(0)
 
     init(configuration: Engine.Configuration, portBuffer: @escaping PortBufferFunction) {
         self.configuration = configuration
@@ -44,6 +50,7 @@ struct EngineCore: ~Copyable {
         outbox = SPSCRing(minimumCapacity: configuration.planQueueCapacity * 2 + 2)
         meterFree = SPSCRing(minimumCapacity: configuration.meterBlocks)
         meterFull = SPSCRing(minimumCapacity: configuration.meterBlocks)
+        timings = SPSCRing(minimumCapacity: configuration.timingRingCapacity)
         gains = .allocate(capacity: configuration.gainSlotCapacity)
         gains.initialize(repeating: GainState(), count: configuration.gainSlotCapacity)
         inputBuffers = .allocate(capacity: configuration.maxInputChannels)
@@ -55,7 +62,7 @@ struct EngineCore: ~Copyable {
     }
 
     func deallocateStorage() {
-        inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate()
+        inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate(); timings.deallocate()
         gains.deallocate(); inputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
     }
 }
@@ -73,12 +80,33 @@ public let engineProcessCallback: @convention(c) (UInt32, UnsafeMutableRawPointe
     return 0
 }
 
-/// One process cycle. Real-time: no allocation, no locks, no retain/release, no I/O.
+/// The monotonic clock in ns (vDSO: no system call, no lock).
+@_noLocks
+@inline(__always)
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    _ = _unsafePerformance { clock_gettime(CLOCK_MONOTONIC, &now) }
+    return UInt64(truncatingIfNeeded: now.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: now.tv_nsec)
+}
+
+/// One process cycle, timed: its own duration goes into the `timings` ring for the control thread
+/// (a full ring only counts the loss). Real-time: no allocation, no locks, no retain/release, no I/O.
+@_noLocks
+func engineProcess(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
+    let start = monotonicNanoseconds()
+    engineProcessCycle(core, frames: frames)
+    let elapsed = monotonicNanoseconds() &- start
+    if !core.pointee.timings.push(UInt(truncatingIfNeeded: elapsed)) {
+        _ = core.pointee.timingsDropped.add(1, ordering: .relaxed)
+    }
+}
+
+/// The work of one cycle.
 ///
 /// A plan scheduled for a frame inside this cycle splits it: the frames before it are mixed with
 /// the old plan, the rest with the new one, so a scheduled change lands on its exact sample.
 @_noLocks
-func engineProcess(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
+private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
     let cycleStart: UInt32
     if let clock = core.pointee.frameClock {
         let argument = core.pointee.frameClockArgument

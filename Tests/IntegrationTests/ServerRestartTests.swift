@@ -1,0 +1,171 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// Issue 7, acceptance 1: jackd is killed while music plays (ducked by an active nav prompt, at a
+/// volume set over OSC), started again 3 s later, and the music must be back at the speaker at the
+/// same level within 2 s of the restart, five times in a row, with the daemon's threads, file
+/// descriptors and memory not growing.
+@Suite("JACK server restarts", .serialized)
+struct ServerRestartTests {
+    /// The daemon on a private server, with source and recorder clients that are made again each
+    /// time the server comes back (they die with it, as real programs would).
+    final class RestartRig {
+        let server: JackServer
+        var source: TestClient
+        var recorder: TestClient
+        let daemon = Process()
+        let port: UInt16
+        let sessionFile: URL
+        let logFile: URL
+
+        init() throws {
+            server = try JackServer(period: 256)
+            port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
+            sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-restart-\(getpid())-\(port).json")
+            logFile = sessionFile.appendingPathExtension("log")
+            try """
+                {
+                  "routes": [{"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]}],
+                  "apps": [
+                    {"name": "music", "category": "playback", "connect": ["source:music_[LR]"], "active": true},
+                    {"name": "nav", "category": "playback", "options": ["duckOthers", "mixWithOthers"],
+                     "channels": 1, "connect": ["source:nav"]}
+                  ],
+                  "ducking": {"level": -12, "attack": 50, "release": 200},
+                  "osc": {"port": \(port)}
+                }
+                """.write(to: sessionFile, atomically: true, encoding: .utf8)
+            (source, recorder) = try Self.clients(server)
+            FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            daemon.executableURL = DaemonTests.binary
+            daemon.arguments = ["--server", server.name, sessionFile.path]
+            daemon.standardError = try FileHandle(forWritingTo: logFile)
+            daemon.standardOutput = FileHandle.nullDevice
+            try daemon.run()
+            try waitFor("OSC to answer", timeout: 10) { (try? self.ask("/state")) != nil }
+            try waitForConnections()
+        }
+
+        static func clients(_ server: JackServer) throws -> (TestClient, TestClient) {
+            let recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2"])
+            let source = try TestClient(name: "source", server: server.name, outputs: ["music_L", "music_R", "nav"])
+            let sine = Signals.sine(frequency: 500, amplitude: 0.5, sampleRate: server.sampleRate)
+            source.setSignal(sine, output: 0)
+            source.setSignal(sine, output: 1)
+            return (source, recorder)
+        }
+
+        func waitForConnections() throws {
+            try waitFor("the router's connections", timeout: 10) {
+                recorder.client.connections(of: "recorder:speaker_1").contains("duckrouter:speaker_out_1")
+                    && source.client.connections(of: "source:music_L").contains("duckrouter:music_in_1")
+            }
+        }
+
+        deinit {
+            if daemon.isRunning { daemon.terminate() }
+            finish(daemon)
+            source.close()
+            recorder.close()
+            server.stop()
+            try? FileManager.default.removeItem(at: sessionFile)
+            try? FileManager.default.removeItem(at: sessionFile.deletingPathExtension().appendingPathExtension("state.json"))
+            try? FileManager.default.removeItem(at: logFile)
+        }
+
+        var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+        func ask(_ path: String, _ arguments: [OSCArgument] = [], transport: OSCURL.Transport = .udp) throws -> OSCMessage? {
+            let client = try OSCClient(OSCURL(transport: transport, host: "127.0.0.1", port: port))
+            try client.send(OSCMessage(path, arguments))
+            return try client.receive(timeout: 1) { ($0.path == "/reply" || $0.path == "/error") && $0.arguments.first == .string(path) }
+        }
+
+        /// `/state` as a JSON object.
+        func state() throws -> [String: Any] {
+            let reply = try #require(try ask("/state", transport: .tcp))
+            guard reply.path == "/reply", case let .string(json) = reply.arguments[1],
+                  let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+            else { throw Unexpected(description: "\(reply)") }
+            return object
+        }
+
+        /// The speaker's level (RMS dBFS, channel 1) over `seconds`.
+        func speakerLevel(seconds: Double = 0.3) -> Double {
+            Signals.rmsDecibels(recorder.record(seconds: seconds).channels[0])
+        }
+
+        /// Threads, open file descriptors and resident memory (kB) of the daemon.
+        func resources() -> (threads: Int, fds: Int, rssKB: Int) {
+            let pid = daemon.processIdentifier
+            let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+                .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? -1
+            return (threads, fds, rss)
+        }
+    }
+
+    @Test("jackd killed while music plays, back 3 s later: music at the same level within 2 s, five times, no leaks")
+    func killAndRestartJackd() throws {
+        let rig = try RestartRig()
+        // A volume set over OSC and a ducking prompt: both must survive every restart.
+        #expect(try rig.ask("/app/music/volume", [.float(0.7)])?.path == "/reply")
+        #expect(try rig.ask("/app/nav/activate")?.path == "/reply")
+        Thread.sleep(forTimeInterval: 0.4)
+        let baseline = rig.speakerLevel(seconds: 0.5)
+        // 0.5 amplitude sine (-9 dBFS RMS), volume 0.7 (cubic: -9.3 dB), ducked by 12 dB.
+        #expect(abs(baseline - (-9.03 - 9.29 - 12)) < 1, "baseline \(baseline) dBFS")
+
+        var samples: [(threads: Int, fds: Int, rssKB: Int)] = []
+        var recoveries: [Double] = []
+        for round in 1...5 {
+            let killed = Date()
+            rig.server.kill9()
+            rig.source.close()
+            rig.recorder.close()
+            // While the server is away the daemon keeps answering, says so, and takes changes.
+            try waitFor("/state to say jack: disconnected", timeout: 3) {
+                ((try? rig.state())?["engine"] as? [String: Any])?["jack"] as? String == "disconnected"
+            }
+            #expect(try rig.ask("/app/music/volume", [.float(0.7)])?.path == "/reply")
+            Thread.sleep(forTimeInterval: max(0, 3 - Date().timeIntervalSince(killed)))
+
+            let launched = try rig.server.restart()
+            (rig.source, rig.recorder) = try RestartRig.clients(rig.server)
+            var back: Double?
+            while Date().timeIntervalSince(launched) < 4 {
+                let level = rig.speakerLevel(seconds: 0.1)
+                if abs(level - baseline) < 1 {
+                    back = Date().timeIntervalSince(launched)
+                    break
+                }
+            }
+            let recovery = try #require(back, "round \(round): no music at the speaker 4 s after the restart\n\(rig.log)")
+            recoveries.append(recovery)
+            #expect(recovery < 2, "round \(round): music back \(recovery) s after jackd was started again")
+
+            // The same settings: volume, ducking; and the audio is steady at that level.
+            let state = try rig.state()
+            let settings = try #require(state["settings"] as? [String: Any])
+            let apps = try #require(settings["apps"] as? [[String: Any]])
+            let music = try #require(apps.first { $0["name"] as? String == "music" })
+            #expect(abs((music["volume"] as? Double ?? 0) - 0.7) < 1e-3)
+            #expect(music["state"] as? String == "ducked")
+            #expect((state["engine"] as? [String: Any])?["jack"] as? String == "connected")
+            #expect(abs(rig.speakerLevel(seconds: 0.5) - baseline) < 1)
+            Thread.sleep(forTimeInterval: 0.3)
+            samples.append(rig.resources())
+        }
+        #expect((((try rig.state())["engine"] as? [String: Any])?["reconnects"] as? Int) == 5)
+        let first = samples[0], last = samples[4]
+        #expect(last.threads == first.threads, "threads: \(samples.map(\.threads))")
+        #expect(last.fds == first.fds, "file descriptors: \(samples.map(\.fds))")
+        #expect(last.rssKB - first.rssKB < 2048, "resident kB: \(samples.map(\.rssKB))")
+        print("ServerRestartTests: music back after \(recoveries.map { String(format: "%.2f", $0) }) s; threads \(samples.map(\.threads)), fds \(samples.map(\.fds)), RSS kB \(samples.map(\.rssKB))")
+    }
+}
