@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "duckctl", targets: ["duckctl"]),
         .executable(name: "duckbench", targets: ["duckbench"]),
         .executable(name: "oscbench", targets: ["oscbench"]),
+        .executable(name: "ducksoak", targets: ["ducksoak"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -66,6 +67,12 @@ let package = Package(
         // The OSC control path of a running router, measured from outside: command latency to the
         // first moved output sample, and sustained messages per second (make bench).
         .executableTarget(name: "oscbench", dependencies: [
+            "JackHost", "JackTestSupport", "OSCTransport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // A long run under random valid and invalid OSC and app churn (make soak, and 60 s in make test).
+        .executableTarget(name: "ducksoak", dependencies: [
             "JackHost", "JackTestSupport", "OSCTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

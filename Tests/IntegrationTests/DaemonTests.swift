@@ -166,7 +166,10 @@ struct DaemonTests {
     func serverGoesAway() throws {
         let server = try JackServer()
         let port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
-        let run = try Run(["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"])
+        // The change made below is kept in a state file of the test's own, not beside the session.
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-away-\(getpid()).state.json")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let run = try Run(["--server", server.name, "--osc-port", "\(port)", "--state", state.path, "Sessions/default.json"])
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
         try run.waitFor("OSC to answer") { (try? ask(client, OSCMessage("/state"))) != nil }
         server.stop()
