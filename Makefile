@@ -5,7 +5,7 @@ SESSION  ?= Sessions/default.json
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools
 BENCH_PACKAGES  := jack-mixer valgrind
 
-.PHONY: all deps build release run test bench fuzz clean
+.PHONY: all deps build release run test bench fuzz soak clean
 
 all: build
 
@@ -35,6 +35,13 @@ bench: deps
 	$(SWIFT) build -c release --product duckrouter
 	$(SWIFT) build -c release --product oscbench
 	scripts/bench.sh
+
+## A long run under 1,000 OSC messages a second plus app churn, SOAK_SECONDS (600) long.
+SOAK_SECONDS ?= 600
+soak: deps
+	$(SWIFT) build -c release --product duckrouter
+	$(SWIFT) build -c release --product ducksoak
+	.build/release/ducksoak --duckrouter .build/release/duckrouter --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
 
 ## Fuzz the OSC decoder and the session-file loader with libFuzzer, FUZZ_SECONDS (300) each.
 fuzz: deps

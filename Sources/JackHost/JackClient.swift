@@ -28,6 +28,8 @@ public final class JackClient {
     private var client: OpaquePointer?
     private var context: Unmanaged<CallbackContext>?
     private var isActive = false
+    /// Ports registered and not yet unregistered, unregistered one by one before closing.
+    private var registered: [JackPort] = []
 
     /// The name JACK gave the client (it may differ from the one asked for only if JACK renames).
     public private(set) var name: String
@@ -103,9 +105,20 @@ public final class JackClient {
     }
 
     /// Deactivates and closes the client; safe to call twice.
+    ///
+    /// While the server is there, the client's ports are unregistered one by one first. JACK2's
+    /// server sends a notification per port (and per port property) to every client during
+    /// `jack_client_close`, the closing one included, after that client has stopped reading them:
+    /// with a hundred ports the socket fills and the server blocks for good on its write, while
+    /// the client waits for the server's answer (seen with jackd 1.9.21). Unregistered first,
+    /// those notifications reach a client that still reads them.
     public func close() {
         if let client {
             if isActive { jack_deactivate(client) }
+            if let context, !context.takeUnretainedValue().serverGone.load(ordering: .acquiring) {
+                for port in registered.reversed() { jack_port_unregister(client, port.pointer) }
+            }
+            registered = []
             jack_client_close(client)
             self.client = nil
             isActive = false
@@ -120,10 +133,13 @@ public final class JackClient {
         guard let port = jack_port_register(handle, shortName, CJackShims_default_audio_type(), UInt(flags), 0) else {
             throw .portRegistrationFailed(port: "\(name):\(shortName)")
         }
-        return JackPort(pointer: port, name: String(cString: jack_port_name(port)))
+        let registeredPort = JackPort(pointer: port, name: String(cString: jack_port_name(port)))
+        registered.append(registeredPort)
+        return registeredPort
     }
 
     public func unregister(_ port: JackPort) {
+        if let index = registered.firstIndex(of: port) { registered.remove(at: index) }
         jack_port_unregister(handle, port.pointer)
     }
 

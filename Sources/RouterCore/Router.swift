@@ -93,6 +93,10 @@ public final class Router: @unchecked Sendable {
     /// thread may still use reads them.
     private struct RetiringApp {
         var name: String
+        /// The app channel its first port carries: 0 for a removed app, more for the channels an
+        /// app dropped when it was registered again with fewer (`<app>_in_<firstChannel + 1>`…).
+        var firstChannel = 0
+        /// Empty once the server that had them went away.
         var ports: [JackPort]
         var meterSlots: [Int32]
         var capturePorts: [JackPort] = []
@@ -465,16 +469,24 @@ public final class Router: @unchecked Sendable {
 
     /// Registers an app's `<app>_in_<n>` ports (and its capture outputs when it records) on the
     /// current client, when it has none yet. Nothing when the server is away.
-    private func registerAppPorts(_ index: Int) throws {
+    /// `reusing`: ports of channels taken back from a retiring app of that name (nil: register).
+    private func registerAppPorts(_ index: Int, reusing: [JackPort?] = []) throws {
         guard let client, apps[index].ports.isEmpty else { return }
         let name = apps[index].name
         var ports: [JackPort] = []
+        var registered: [JackPort] = []
         do {
             for n in 1...apps[index].channelCount {
-                ports.append(try client.registerAudioPort("\(name)_in_\(n)", direction: .input))
+                if n <= reusing.count, let port = reusing[n - 1] {
+                    ports.append(port)
+                } else {
+                    let port = try client.registerAudioPort("\(name)_in_\(n)", direction: .input)
+                    registered.append(port)
+                    ports.append(port)
+                }
             }
         } catch {
-            for port in ports { client.unregister(port) }
+            for port in registered { client.unregister(port) }
             throw error
         }
         setPrettyNames(ports, name)
@@ -486,33 +498,57 @@ public final class Router: @unchecked Sendable {
 
     /// Adds an app with its meter slots and, while the server is there, its input ports
     /// `<app>_in_1…`. It starts silent: the policy opens it when it is activated.
+    ///
+    /// An app removed moments ago still owns its port names and slots while it fades: a new app of
+    /// that name takes them back, channel for channel (JACK would refuse the names otherwise). Its
+    /// channels beyond the new count go on retiring; channels beyond the old count are new.
     private func addApp(_ name: String, channelCount: Int, connect: [PortPattern]) throws {
-        // An app removed moments ago still owns its port names and slots while it fades: take them back.
-        if let index = retiring.firstIndex(where: { $0.name == name && $0.meterSlots.count == channelCount }) {
-            let old = retiring.remove(at: index)
-            apps.append(AppState(name: name, channelCount: channelCount, ports: old.ports, meterSlots: old.meterSlots,
-                                 connect: connect, gain: 0, capturePorts: old.capturePorts, captureSlots: old.captureSlots))
-            do {
-                try registerAppPorts(apps.count - 1)
-            } catch {
-                let app = apps.removeLast()
-                retiring.insert(RetiringApp(name: name, ports: app.ports, meterSlots: app.meterSlots,
-                                            capturePorts: app.capturePorts, captureSlots: app.captureSlots), at: index)
-                throw error
+        let reclaimed = retiring.indices.filter { retiring[$0].name == name }
+        var ports: [JackPort?] = []
+        var slots: [Int32] = []
+        var capturePorts: [JackPort] = []
+        var captureSlots: [Int32] = []
+        var surplus = RetiringApp(name: name, firstChannel: channelCount, ports: [], meterSlots: [])
+        if !reclaimed.isEmpty {
+            // Their channels together are 0..<n (a removed app, and what it once dropped).
+            // A piece retired before the server went away has no ports left (their names are free).
+            // Pieces of one name are all with ports or all without: a registration while the
+            // server is away, or after it is back, takes every piece of its name.
+            let pieces = reclaimed.map { retiring[$0] }.sorted { $0.firstChannel < $1.firstChannel }
+            for piece in pieces {
+                for (k, slot) in piece.meterSlots.enumerated() {
+                    let port = k < piece.ports.count ? piece.ports[k] : nil
+                    if piece.firstChannel + k < channelCount {
+                        slots.append(slot)
+                        ports.append(port)
+                    } else {
+                        surplus.meterSlots.append(slot)
+                        if let port { surplus.ports.append(port) }
+                    }
+                }
+                if piece.firstChannel == 0 {
+                    capturePorts = piece.capturePorts
+                    captureSlots = piece.captureSlots
+                }
             }
-            return
         }
         let used = apps.reduce(0) { $0 + $1.channelCount } + retiring.reduce(0) { $0 + $1.meterSlots.count } + inputSlots.count
-        guard used + channelCount <= maxInputChannels else {
-            throw RouterError.capacity("'\(name)' needs \(channelCount) more input channels; the engine has \(maxInputChannels - used) left")
+        let needed = channelCount - slots.count
+        guard used + needed <= maxInputChannels else {
+            throw RouterError.capacity("'\(name)' needs \(needed) more input channels; the engine has \(maxInputChannels - used) left")
         }
-        let slots = (1...channelCount).map { _ in takeInputSlot() }
-        apps.append(AppState(name: name, channelCount: channelCount, ports: [], meterSlots: slots, connect: connect, gain: 0))
+        let fresh = (0..<needed).map { _ in takeInputSlot() }
+        let before = retiring
+        retiring = retiring.enumerated().filter { !reclaimed.contains($0.offset) }.map(\.element)
+        if !surplus.meterSlots.isEmpty { retiring.append(surplus) }
+        apps.append(AppState(name: name, channelCount: channelCount, ports: [], meterSlots: slots + fresh,
+                             connect: connect, gain: 0, capturePorts: capturePorts, captureSlots: captureSlots))
         do {
-            try registerAppPorts(apps.count - 1)
+            try registerAppPorts(apps.count - 1, reusing: ports)
         } catch {
             apps.removeLast()
-            freeInputSlots.append(contentsOf: slots)
+            retiring = before
+            freeInputSlots.append(contentsOf: fresh)
             throw error
         }
     }

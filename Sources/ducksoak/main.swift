@@ -80,15 +80,18 @@ struct DuckSoak: ParsableCommand {
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: duckrouter)
         daemon.arguments = ["--server", server.name, "--state", stateFile.path, "--log-level", "notice", session.path]
-        daemon.standardError = try FileHandle(forWritingTo: logFile)
+        let log = try FileHandle(forWritingTo: logFile)
+        defer { try? log.close() }
+        daemon.standardError = log
         daemon.standardOutput = FileHandle.nullDevice
         try daemon.run()
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
         let pid = daemon.processIdentifier
         let url = { (transport: OSCURL.Transport) in OSCURL(transport: transport, host: "127.0.0.1", port: port) }
-        let probe = try OSCClient(url(.tcp))
+        var probeClient: OSCClient?
         func state() -> [String: Any]? {
-            guard (try? probe.send(OSCMessage("/state"))) != nil,
+            if probeClient == nil { probeClient = try? OSCClient(url(.tcp)) }
+            guard let probe = probeClient, (try? probe.send(OSCMessage("/state"))) != nil,
                   let reply = try? probe.receive(timeout: 2, until: { $0.path == "/reply" && $0.arguments.first == .string("/state") }),
                   case let .string(json)? = reply.arguments.last,
                   let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return nil }
@@ -102,6 +105,7 @@ struct DuckSoak: ParsableCommand {
             Thread.sleep(forTimeInterval: 0.1)
         }
 
+        let soakStart = Date()
         var failures: [String] = []
         func fail(_ what: String) {
             if failures.count < 20 { failures.append(what) }
@@ -122,7 +126,7 @@ struct DuckSoak: ParsableCommand {
         var nextSample = 1.0
         var ticks = 0
         while true {
-            let now = Date().timeIntervalSince(started)
+            let now = Date().timeIntervalSince(soakStart)
             if now >= seconds { break }
             guard daemon.isRunning else {
                 fail("the daemon exited (status \(daemon.terminationStatus)) after \(String(format: "%.1f", now)) s")
@@ -166,7 +170,7 @@ struct DuckSoak: ParsableCommand {
                     if (try? JSONSerialization.jsonObject(with: data)) == nil { fail("the state file did not parse at \(Int(now)) s") }
                 }
             }
-            let next = started.addingTimeInterval(Double(ticks) * tick)
+            let next = soakStart.addingTimeInterval(Double(ticks) * tick)
             let wait = next.timeIntervalSinceNow
             if wait > 0 { Thread.sleep(forTimeInterval: wait) }
         }
@@ -195,14 +199,14 @@ struct DuckSoak: ParsableCommand {
         let stopDeadline = Date().addingTimeInterval(10)
         while daemon.isRunning && Date() < stopDeadline { Thread.sleep(forTimeInterval: 0.02) }
         if daemon.isRunning {
-            fail("the daemon did not stop within 10 s of SIGTERM")
+            fail("the daemon did not stop within 10 s of SIGTERM; its threads:\n" + threadStacks(pid)
+                 + "\njackd's threads:\n" + threadStacks(server.processIdentifier))
         } else if daemon.terminationStatus != 0 {
             fail("the daemon exited with \(daemon.terminationStatus) on SIGTERM")
         }
         if let data = try? Data(contentsOf: stateFile),
            let saved = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
-            let volumes = saved["volumes"] as? [String: Any]
-            let music = (volumes?["apps"] as? [String: Any])?["music"] as? Double
+            let music = (saved["appVolumes"] as? [String: Any])?["music"] as? Double
             let duck = (saved["ducking"] as? [String: Any])?["level"] as? Double
             let savedApps = Set((saved["apps"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String })
             if music.map({ abs($0 - Double(finalVolume)) > 1e-4 }) ?? true { fail("state file: music volume \(String(describing: music)), sent \(finalVolume)") }
@@ -342,3 +346,17 @@ func residentKB(_ pid: Int32) -> Int? {
 }
 
 func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+
+/// Every thread's stack of a process that hangs, from gdb when it is installed.
+func threadStacks(_ pid: Int32) -> String {
+    let gdb = Process()
+    gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
+    gdb.arguments = ["-p", "\(pid)", "-batch", "-ex", "thread apply all bt 25"]
+    let output = Pipe()
+    gdb.standardOutput = output
+    gdb.standardError = FileHandle.nullDevice
+    guard (try? gdb.run()) != nil else { return "(no gdb)" }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    gdb.waitUntilExit()
+    return text
+}

@@ -110,6 +110,7 @@ public final class JackServer: @unchecked Sendable {
     }
 
     public var isRunning: Bool { process.isRunning }
+    public var processIdentifier: Int32 { process.processIdentifier }
 
     /// Stops jackd (SIGTERM, then SIGKILL after 5 s) and waits for it.
     public func stop() {

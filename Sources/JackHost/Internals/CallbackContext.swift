@@ -1,4 +1,5 @@
 import CJack
+import Synchronization
 
 /// The object JACK's notification callbacks reach through their `void *arg`.
 ///
@@ -10,6 +11,8 @@ final class CallbackContext: @unchecked Sendable {
     // Written once before the callbacks are registered, read-only afterwards.
     let handler: @Sendable (JackEvent) -> Void
     let client: OpaquePointer
+    /// Set when JACK says the server shut the client down: nothing more may be asked of it.
+    let serverGone = Atomic<Bool>(false)
 
     init(client: OpaquePointer, handler: @escaping @Sendable (JackEvent) -> Void) {
         self.client = client
@@ -61,5 +64,7 @@ let xrunCallback: JackXRunCallback = { arg in
 
 let infoShutdownCallback: JackInfoShutdownCallback = { _, reason, arg in
     let text = reason.map { String(cString: $0) } ?? "unknown reason"
-    CallbackContext.from(arg).handler(.shutdown(reason: text))
+    let context = CallbackContext.from(arg)
+    context.serverGone.store(true, ordering: .releasing)
+    context.handler(.shutdown(reason: text))
 }
