@@ -3,7 +3,7 @@
 SWIFT    ?= swift
 SESSION  ?= Sessions/default.json
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools
-BENCH_PACKAGES  := jack-mixer valgrind
+BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 
 .PHONY: all deps build release run test bench fuzz soak clean
 

@@ -5,7 +5,11 @@
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
 # Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
 # and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
-#   BENCH_PARTS chooses what runs (default "kernel router osc").
+#   BENCH_PARTS chooses what runs (default "kernel router scale osc").
+# scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
+# apps, timed from outside by scripts/proctime.c (LD_PRELOAD) for duckrouter and jack_mix_box alike,
+# beside the C reference and Swift kernels alone (duckbench --per-cycle); SCALE_SECONDS (default 10)
+# each. A table (scale.md), the data (scale.dat) and a plot (docs/process-time.png, gnuplot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -20,7 +24,7 @@ mkdir -p "$out"
 # dies uncleanly keeps its entry unless a later server takes the same name.
 server="duckbench"
 export JACK_DEFAULT_SERVER=$server
-parts=" ${BENCH_PARTS:-kernel router osc} "
+parts=" ${BENCH_PARTS:-kernel router scale osc} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
@@ -163,6 +167,105 @@ else:
     print(f"median: duckrouter {r:.2f} µs/cycle; jack_mix_box crashed in every run, no comparison")
 open(f"{out}/router.md", "w").write(line + "\n")
 PY
+fi
+
+if part scale; then
+echo "== Process callback time per cycle at 1 to 256 stereo apps, $period frames (scripts/proctime.c)"
+scale_seconds=${SCALE_SECONDS:-10}
+gcc -O2 -shared -fPIC -o "$out/proctime.so" scripts/proctime.c -ldl -lpthread
+rss_kb() { awk '/^VmRSS:/ { print $2 }' /proc/"$1"/status 2>/dev/null || echo "?"; }
+# Starts the statistics after a warm-up, waits, and prints "cycles mean p99 max".
+timed_window() {
+    local file=$1
+    sleep 2
+    touch "$file.reset"
+    sleep "$scale_seconds"
+    sleep 1.5
+    cat "$file" 2>/dev/null || echo "0 ? ? ?"
+}
+: > "$out/scale.dat"
+{
+echo "| stereo apps | duckrouter mean / p99 / max µs | RSS | jack_mix_box mean / p99 / max µs | RSS | C reference kernel mean / p99 / max µs | Swift kernel mean / p99 / max µs |"
+echo "|---|---|---|---|---|---|---|"
+} > "$out/scale.md"
+for n in ${SCALE_APPS:-1 16 64 128 256}; do
+    python3 - "$n" > "$out/scale-session.json" <<'PY'
+import json, sys
+n = int(sys.argv[1])
+print(json.dumps({
+    "client": "duckrouter",
+    "routes": [{"name": "speaker", "ports": ["system:playback_1", "system:playback_2"]}],
+    "apps": [{"name": f"app{a:03d}", "category": "ambient", "active": True, "connect": ["feeder:output1", "feeder:output2"]}
+             for a in range(1, n + 1)],
+}))
+PY
+    rm -f "$out/proctime-router.txt"
+    PROCTIME_OUT="$out/proctime-router.txt" LD_PRELOAD="$PWD/$out/proctime.so" \
+        .build/release/duckrouter --server "$server" --log-level warning --osc-port $(( 20000 + $$ % 20000 )) \
+        "$out/scale-session.json" 2>>"$out/duckrouter-scale.log" &
+    pid=$!
+    for _ in $(seq 100); do
+        [ "$(jack_lsp -c "duckrouter:app$(printf %03d "$n")_in_2" 2>/dev/null | grep -c feeder)" -ge 1 ] && break
+        sleep 0.1
+    done
+    read -r _ rmean rp99 rmax < <(timed_window "$out/proctime-router.txt")
+    rrss=$(rss_kb "$pid")
+    kill -INT "$pid"; wait "$pid" || true
+
+    mmean="-"; mp99="-"; mmax="-"; mrss="-"
+    if [ "$n" -le 128 ]; then
+        # As in the router part: jack_mix_box is started under 8192-frame periods (it crashes
+        # when a cycle runs while it adds channels), and the measured period set after.
+        jack_bufsize 8192 > /dev/null
+        rm -f "$out/proctime-mixbox.txt"
+        PROCTIME_OUT="$out/proctime-mixbox.txt" LD_PRELOAD="$PWD/$out/proctime.so" \
+            jack_mix_box -n mixbox -s $(seq 0 $((n - 1))) >> "$out/jack_mix_box.log" 2>&1 &
+        pid=$!
+        for _ in $(seq 100); do
+            [ "$(jack_lsp 2>/dev/null | grep -c '^mixbox:Channel')" -ge $((2 * n)) ] && break
+            sleep 0.1
+        done
+        jack_bufsize $period > /dev/null
+        jack_connect "mixbox:MAIN L" system:playback_1 2>/dev/null || true
+        jack_connect "mixbox:MAIN R" system:playback_2 2>/dev/null || true
+        for k in $(seq 1 "$n"); do
+            jack_connect feeder:output1 "mixbox:Channel $k L" 2>/dev/null || true
+            jack_connect feeder:output2 "mixbox:Channel $k R" 2>/dev/null || true
+        done
+        read -r _ mmean mp99 mmax < <(timed_window "$out/proctime-mixbox.txt")
+        mrss=$(rss_kb "$pid")
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+        else
+            mmean="crashed"; mp99="-"; mmax="-"; mrss="-"
+        fi
+    fi
+    read -r _ cmean cp99 cmax smean sp99 smax < <(.build/release/duckbench --per-cycle --apps "$n" --routes 1 --frames $period --cycles 20000)
+    echo "$n stereo apps: duckrouter $rmean / $rp99 / $rmax µs (RSS $rrss kB), jack_mix_box $mmean / $mp99 / $mmax µs (RSS $mrss kB), C kernel $cmean / $cp99 / $cmax µs, Swift kernel $smean / $sp99 / $smax µs"
+    echo "| $n | $rmean / $rp99 / $rmax | $((rrss / 1024)) MB | $mmean / $mp99 / $mmax | ${mrss:+$([ "$mrss" = "-" ] && echo - || echo "$((mrss / 1024)) MB")} | $cmean / $cp99 / $cmax | $smean / $sp99 / $smax |" >> "$out/scale.md"
+    echo "$n $rmean $rp99 $rmax ${mmean/-/NaN} ${mp99/-/NaN} ${mmax/-/NaN} $cmean $cp99 $smean $sp99" >> "$out/scale.dat"
+done
+if command -v gnuplot > /dev/null; then
+    gnuplot <<GP
+set terminal pngcairo size 900,560 font ",10"
+set output "docs/process-time.png"
+set title "Process callback time per cycle, $period frames at $rate Hz, stereo apps into one stereo route"
+set xlabel "stereo apps"
+set ylabel "µs per cycle"
+set logscale xy
+set key top left
+set grid
+set datafile missing "NaN"
+set xrange [0.8:320]
+plot "$out/scale.dat" using 1:2 with linespoints lw 2 title "duckrouter mean", \
+     "" using 1:3 with linespoints dt 2 title "duckrouter p99", \
+     "" using 1:5 with linespoints lw 2 title "jack_mix_box mean", \
+     "" using 1:6 with linespoints dt 2 title "jack_mix_box p99", \
+     "" using 1:8 with linespoints title "C reference kernel mean", \
+     "" using 1:10 with linespoints title "Swift kernel mean"
+GP
+    echo "plot: docs/process-time.png"
+fi
 fi
 
 if part osc; then

@@ -19,10 +19,34 @@ struct DuckBench: ParsableCommand {
                                valueName: "kernel"))
     var only: Kernel?
     @Option(help: "The scene for --only: steady or ramping.") var scene = Scene.steady
+    @Flag(help: "Time each cycle of the C and Swift kernels (steady gains) on the wall clock and print one line: apps, then mean, p99 and max µs for C, then for Swift.")
+    var perCycle = false
 
     enum Scene: String, ExpressibleByArgument { case steady, ramping }
 
     func run() throws {
+        if perCycle {
+            var line = "\(apps)"
+            for kernel in [Kernel.c, .vectorised] {
+                let mix = MixScene(apps: apps, routes: routes, frames: frames, ramping: false)
+                for _ in 0..<200 { mix.cycle(kernel) }
+                var times: [Double] = []
+                times.reserveCapacity(cycles)
+                for _ in 0..<cycles {
+                    let start = wallTime()
+                    mix.cycle(kernel)
+                    times.append((wallTime() - start) * 1e6)
+                }
+                if mix.outputs[0][0].isNaN { print("NaN") }
+                mix.release()
+                times.sort()
+                let mean = times.reduce(0, +) / Double(times.count)
+                let p99 = times[min(times.count - 1, Int((Double(times.count) * 0.99).rounded(.up)) - 1)]
+                line += String(format: " %.2f %.2f %.2f", mean, p99, times.last!)
+            }
+            print(line)
+            return
+        }
         if let only {
             let mix = MixScene(apps: apps, routes: routes, frames: frames, ramping: scene == .ramping)
             for _ in 0..<cycles { mix.cycle(only) }
@@ -67,6 +91,12 @@ struct DuckBench: ParsableCommand {
         // Keep the result observable so the work cannot be optimised away.
         if scene.outputs[0][0].isNaN { print("NaN") }
         return elapsed / Double(cycles) * 1e6
+    }
+
+    func wallTime() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
     }
 
     func threadCPUTime() -> Double {
