@@ -247,7 +247,7 @@ PY
 done
 if command -v gnuplot > /dev/null; then
     gnuplot <<GP
-set terminal pngcairo size 900,560 font ",10"
+set terminal pngcairo size 900,560 font ",10" noenhanced
 set output "docs/process-time.png"
 set title "Process callback time per cycle, $period frames at $rate Hz, stereo apps into one stereo route"
 set xlabel "stereo apps"

@@ -236,6 +236,59 @@ struct OSCControlTests {
         #expect(rig.daemon.isRunning)
     }
 
+    @Test("a subscriber that never reads delays no one: another subscriber gets all 20,000 notifications of a burst as it happens")
+    func slowSubscriber() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let url = { (transport: OSCURL.Transport) in OSCURL(transport: transport, host: "127.0.0.1", port: rig.port) }
+        // The slow one subscribes over TCP and never reads again.
+        let slow = try OSCClient(url(.tcp))
+        #expect(try ask(slow, OSCMessage("/subscribe"))?.path == "/reply")
+        let count = 20_000
+        let received = Counter()
+        let ready = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        let port = rig.port
+        let reader = Thread {
+            defer { done.signal() }
+            // Over TCP too, so that nothing can be lost on the way and a gap means a delay.
+            guard let listener = try? OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: port)),
+                  (try? ask(listener, OSCMessage("/subscribe")))??.path == "/reply" else { ready.signal(); return }
+            received.subscribed = true
+            ready.signal()
+            let deadline = Date().addingTimeInterval(60)
+            while received.value < count && Date() < deadline {
+                guard let packet = try? listener.receive(timeout: 0.5) else { continue }
+                received.add(OSCClient.messages(in: packet).filter { $0.path == "/duckrouter/volume" }.count)
+            }
+        }
+        reader.start()
+        ready.wait()
+        #expect(received.subscribed)
+        // Each change is a new system volume: one /duckrouter/volume notification to each subscriber.
+        let driver = try OSCClient(url(.tcp))
+        let started = Date()
+        var answered = 0
+        for k in 0..<count {
+            try driver.send(OSCMessage("/system/volume", [.float(Float(k % 2 == 0 ? 0.5 : 0.6))]))
+            while let packet = try driver.receive(timeout: 0) {
+                answered += OSCClient.messages(in: packet).filter { $0.path == "/reply" }.count
+            }
+        }
+        while answered < count, let packet = try driver.receive(timeout: 5) {
+            answered += OSCClient.messages(in: packet).filter { $0.path == "/reply" }.count
+        }
+        let commands = Date().timeIntervalSince(started)
+        done.wait()
+        let delivered = Date().timeIntervalSince(started)
+        print("slowSubscriber: \(answered) replies in \(String(format: "%.2f", commands)) s; the reading subscriber had \(received.value) notifications after \(String(format: "%.2f", delivered)) s")
+        #expect(answered == count)
+        #expect(received.value == count, "every notification reached the subscriber that reads")
+        #expect(delivered - commands < 1, "notifications kept pace with the commands")
+        #expect(rig.daemon.isRunning)
+        _ = slow
+    }
+
     @Test("bad input: malformed packets, wrong types, missing arguments, NaN, 64 KiB strings, unknown paths and a storm of 10,000 random messages change nothing")
     func badInput() throws {
         let rig = try OSCRig()
@@ -341,4 +394,17 @@ struct OSCControlTests {
 func ask(_ client: OSCClient, _ message: OSCMessage) throws -> OSCMessage? {
     try client.send(message)
     return try client.receive(timeout: 2) { ($0.path == "/error" || $0.path == "/reply") && $0.arguments.first == .string(message.path) }
+}
+
+/// A count shared with a reader thread.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    private var flag = false
+    var value: Int { lock.withLock { count } }
+    var subscribed: Bool {
+        get { lock.withLock { flag } }
+        set { lock.withLock { flag = newValue } }
+    }
+    func add(_ n: Int) { lock.withLock { count += n } }
 }

@@ -40,11 +40,15 @@ final class Rig {
         return session
     }
 
-    init(period: Int = 256, startRouterFirst: Bool = false) throws {
+    init(period: Int = 256, startRouterFirst: Bool = false,
+         configure: (inout Router.Configuration) -> Void = { _ in }) throws {
+        var configuration = Router.Configuration(session: Self.session, server: "")
         server = try JackServer(period: period)
         sampleRate = server.sampleRate
+        configuration.server = server.name
+        configure(&configuration)
         if startRouterFirst {
-            router = try Router(configuration: Router.Configuration(session: Self.session, server: server.name))
+            router = try Router(configuration: configuration)
         }
         recorder = try TestClient(name: "recorder", server: server.name,
                                   inputs: ["speaker_1", "speaker_2"] + Self.referenceInputs)
@@ -53,7 +57,7 @@ final class Rig {
             try source.connect("source:\(output)", to: "recorder:\(input)")
         }
         if router == nil {
-            router = try Router(configuration: Router.Configuration(session: Self.session, server: server.name))
+            router = try Router(configuration: configuration)
         }
         try waitFor("the router to connect its route and app ports") {
             recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")

@@ -103,6 +103,23 @@ struct RouterAudioTests {
         #expect(abs(out.last! - 0.05) < 1e-5, "music at -20 dB, game silent")
     }
 
+    @Test("a full control→audio queue drops nothing: changes wait, coalesce into the next plan, and the last one is heard")
+    func fullPlanQueue() throws {
+        // A queue of 2 plans, 300 changes as fast as the control thread takes them: most find it
+        // full; the state waits and housekeeping publishes it once the audio thread takes a plan.
+        let rig = try Rig(period: 256) { $0.engine.planQueueCapacity = 2 }
+        let router = try #require(rig.router)
+        rig.play(rig.sine(440, 0.5), on: 0, 1)
+        for k in 0..<300 { try router.setAppGain("music", decibels: -Double(k % 40)) }
+        try router.setAppGain("music", decibels: -20)
+        let status = router.status()
+        #expect(status.planQueueFull > 0, "the queue was found full \(status.planQueueFull) times")
+        let take = rig.record(seconds: 0.3, settle: 0.3)
+        // A 0.5 sine is -9.03 dBFS RMS; -20 dB on top.
+        #expect(abs(Signals.rmsDecibels(take[.speaker1]) - (-29.03)) < 0.5)
+        #expect(router.status().publishedPlan == router.status().adoptedPlan, "the last plan was taken")
+    }
+
     @Test("a route volume change ramps too, and bad values are refused without changing anything")
     func routeVolumeAndBadValues() throws {
         let rig = try Rig()
