@@ -76,6 +76,32 @@ if ! start_jackd; then
         exit 1
     fi
 fi
+# Starts jack_mix_box with $1 stereo channels, each fed by the feeder, MAIN to system:playback;
+# any further arguments are environment settings for it (VAR=value). Sets mixbox_pid.
+#
+# jack_mix_box adds its channels after activating its client, and its process callback walks
+# the channel list while it grows: at 128 frames it crashes (SIGSEGV) within a second, every
+# time, with 8 channels or more. Starting it while the server runs 8192-frame periods (one
+# cycle every 170 ms) leaves no cycle inside that window; the measured period is set after.
+start_mixbox() {
+    local channels=$1
+    shift
+    jack_bufsize 8192 > /dev/null
+    env "$@" jack_mix_box -n mixbox -s $(seq 0 $((channels - 1))) >> "$out/jack_mix_box.log" 2>&1 &
+    mixbox_pid=$!
+    for _ in $(seq 100); do
+        [ "$(jack_lsp 2>/dev/null | grep -c '^mixbox:Channel')" -ge $((2 * channels)) ] && break
+        sleep 0.1
+    done
+    jack_bufsize $period > /dev/null
+    jack_connect "mixbox:MAIN L" system:playback_1 2>/dev/null || true
+    jack_connect "mixbox:MAIN R" system:playback_2 2>/dev/null || true
+    for k in $(seq 1 "$channels"); do
+        jack_connect feeder:output1 "mixbox:Channel $k L" 2>/dev/null || true
+        jack_connect feeder:output2 "mixbox:Channel $k R" 2>/dev/null || true
+    done
+}
+
 if part router || part osc; then echo "== jackd -d dummy -r $rate -p $period running as '$server'"; fi
 jack_simple_client feeder > /dev/null 2>&1 &
 pids+=($!)
@@ -120,24 +146,8 @@ for run in $(seq "$runs"); do
     router_runs+=("$(measure "$pid")")
     kill -INT "$pid"; wait "$pid" || true
 
-    # jack_mix_box adds its channels after activating its client, and its process callback walks
-    # the channel list while it grows: at 128 frames it crashes (SIGSEGV) within a second, every
-    # time, with 8 channels or more. Starting it while the server runs 8192-frame periods (one
-    # cycle every 170 ms) leaves no cycle inside that window; the measured period is set after.
-    jack_bufsize 8192 > /dev/null
-    jack_mix_box -n mixbox -s $(seq 0 $((apps - 1))) >> "$out/jack_mix_box.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do
-        [ "$(jack_lsp 2>/dev/null | grep -c '^mixbox:Channel')" -ge $((2 * apps)) ] && break
-        sleep 0.1
-    done
-    jack_bufsize $period > /dev/null
-    jack_connect "mixbox:MAIN L" system:playback_1 2>/dev/null || true
-    jack_connect "mixbox:MAIN R" system:playback_2 2>/dev/null || true
-    for n in $(seq 1 "$apps"); do
-        jack_connect feeder:output1 "mixbox:Channel $n L" 2>/dev/null || true
-        jack_connect feeder:output2 "mixbox:Channel $n R" 2>/dev/null || true
-    done
+    start_mixbox "$apps"
+    pid=$mixbox_pid
     figure=$(measure "$pid")
     if kill -0 "$pid" 2>/dev/null; then
         mixbox_runs+=("$figure")
@@ -214,24 +224,9 @@ PY
 
     mmean="-"; mp99="-"; mmax="-"; mrss="-"
     if [ "$n" -le 128 ]; then
-        # As in the router part: jack_mix_box is started under 8192-frame periods (it crashes
-        # when a cycle runs while it adds channels), and the measured period set after.
-        jack_bufsize 8192 > /dev/null
         rm -f "$out/proctime-mixbox.txt"
-        PROCTIME_OUT="$out/proctime-mixbox.txt" LD_PRELOAD="$PWD/$out/proctime.so" \
-            jack_mix_box -n mixbox -s $(seq 0 $((n - 1))) >> "$out/jack_mix_box.log" 2>&1 &
-        pid=$!
-        for _ in $(seq 100); do
-            [ "$(jack_lsp 2>/dev/null | grep -c '^mixbox:Channel')" -ge $((2 * n)) ] && break
-            sleep 0.1
-        done
-        jack_bufsize $period > /dev/null
-        jack_connect "mixbox:MAIN L" system:playback_1 2>/dev/null || true
-        jack_connect "mixbox:MAIN R" system:playback_2 2>/dev/null || true
-        for k in $(seq 1 "$n"); do
-            jack_connect feeder:output1 "mixbox:Channel $k L" 2>/dev/null || true
-            jack_connect feeder:output2 "mixbox:Channel $k R" 2>/dev/null || true
-        done
+        start_mixbox "$n" PROCTIME_OUT="$out/proctime-mixbox.txt" LD_PRELOAD="$PWD/$out/proctime.so"
+        pid=$mixbox_pid
         read -r _ mmean mp99 mmax < <(timed_window "$out/proctime-mixbox.txt")
         mrss=$(rss_kb "$pid")
         if kill -0 "$pid" 2>/dev/null; then
