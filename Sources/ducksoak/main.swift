@@ -227,7 +227,7 @@ struct DuckSoak: ParsableCommand {
         func us(_ key: String) -> String { (processTime[key] as? Double).map { String(format: "%.1f", $0) } ?? "?" }
         let report = """
             ducksoak: \(String(format: "%.0f", seconds)) s at \(rate) msg/s (seed \(seed)), jackd -d dummy -p \(period)
-              packets sent \(sent + garbage) (\(String(format: "%.0f", Double(sent + garbage) / seconds))/s): \(sent) OSC messages, all answered (\(answered): \(errors) with /error, as expected), and \(garbage) non-OSC packets (unanswered)
+              packets sent \(sent + garbage) (\(String(format: "%.0f", Double(sent + garbage) / seconds))/s): \(sent) OSC messages, \(answered) answered (\(errors) with /error, as expected), and \(garbage) non-OSC packets (unanswered)
               apps registered and unregistered: \(peers.reduce(0) { $0 + $1.churn }) messages; state file checked \(stateChecks) times
               resident memory: \(baseline) kB after \(Int(warmup)) s warm-up, \(end) kB at the end (growth \(end - baseline) kB, peak \(peak) kB)
               xruns: \(xruns); process callback: mean \(us("meanUs")) µs, p99 \(us("p99Us")) µs, max \(us("maxUs")) µs of \(us("budgetUs")) µs
