@@ -580,8 +580,9 @@ public final class ControlServer: @unchecked Sendable {
         switch notification {
         case let .interruption(app, phase, shouldResume, reason):
             OSCMessage("/duckrouter/interruption", [.string(app), .string(phase.rawValue), .int32(shouldResume ? 1 : 0), .string(reason.rawValue)])
-        case let .appState(app, state, gain):
-            OSCMessage("/duckrouter/app", [.string(app), .string(state.rawValue), .float(Float(max(gain, Double(Decibels.floor))))])
+        case let .appState(app, state, gain, reason):
+            OSCMessage("/duckrouter/app", [.string(app), .string(state.rawValue), .float(Float(max(gain, Double(Decibels.floor)))),
+                                           .string(reason?.rawValue ?? "")])
         case let .silentSwitch(on):
             OSCMessage("/duckrouter/silent", [.int32(on ? 1 : 0)])
         case let .systemVolume(route, volume):
@@ -590,6 +591,8 @@ public final class ControlServer: @unchecked Sendable {
             OSCMessage("/duckrouter/remote", [.string(app), .string(command.rawValue)] + (value.map { [.float(Float($0))] } ?? []))
         case let .route(reason, route, previous):
             OSCMessage("/duckrouter/route", [.string(reason.rawValue), .string(route), .string(previous)])
+        case let .duckReleased(app, released):
+            OSCMessage("/duckrouter/duck", [.string(app), .string(released ? "released" : "holding")])
         }
     }
 

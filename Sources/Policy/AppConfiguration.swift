@@ -9,15 +9,19 @@ public struct AppConfiguration: Equatable, Sendable {
     public var remoteCommands: Set<RemoteCommand>
     /// Who activates the app again after a resumable interruption.
     public var resume: ResumePolicy
+    /// What activates it: requests, or its own sound.
+    public var activation: Activation
 
     public init(name: String, category: Category = .soloAmbient, options: Set<CategoryOption> = [],
-                mode: Mode = .default, remoteCommands: Set<RemoteCommand> = [], resume: ResumePolicy = .app) {
+                mode: Mode = .default, remoteCommands: Set<RemoteCommand> = [], resume: ResumePolicy = .app,
+                activation: Activation = .osc) {
         self.name = name
         self.category = category
         self.options = options
         self.mode = mode
         self.remoteCommands = remoteCommands
         self.resume = resume
+        self.activation = activation
     }
 
     /// Whether the app plays along with others instead of interrupting them (DESIGN.md §5.1).

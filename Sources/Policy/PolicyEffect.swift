@@ -17,18 +17,21 @@ public enum RouteChangeReason: String, Sendable {
 public enum PolicyNotification: Equatable, Sendable {
     case interruption(app: String, phase: InterruptionPhase, shouldResume: Bool, reason: InterruptionReason)
     /// The app's audio state and its audible gain in dB (-infinity when silent).
-    case appState(app: String, state: AppAudioState, gainDecibels: Double)
+    /// Why it is active goes along (nil when it is not active).
+    case appState(app: String, state: AppAudioState, gainDecibels: Double, reason: ActivationReason? = nil)
     case silentSwitch(Bool)
     /// A route's system volume as a slider position.
     case systemVolume(route: String, volume: Double)
     case remote(app: String, command: RemoteCommand, value: Double?)
     /// The current output route changed (`route` or `previous` is empty when there is or was none).
     case route(reason: RouteChangeReason, route: String, previous: String)
+    /// An app's duck was released after `unduckAfter` of silence (true) or holds again (false).
+    case duckReleased(app: String, released: Bool)
 
     /// The app the notification is about, which also receives it at its own address.
     public var app: String? {
         switch self {
-        case let .interruption(app, _, _, _), let .appState(app, _, _), let .remote(app, _, _): app
+        case let .interruption(app, _, _, _), let .appState(app, _, _, _), let .remote(app, _, _), let .duckReleased(app, _): app
         case .silentSwitch, .systemVolume, .route: nil
         }
     }

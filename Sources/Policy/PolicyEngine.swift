@@ -53,22 +53,26 @@ struct Mix {
     var apps: [String: AppMix] = [:]
 
     init(of state: PolicyState) {
-        let duckers = state.apps.filter { $0.isActive && $0.configuration.ducksOthers }
+        let duckers = state.apps.filter { $0.isActive && $0.configuration.ducksOthers && !$0.duckReleased }
         for app in state.apps {
             var duck: Float = 1
             var duckRule: DuckingRule?
-            if app.isActive {
+            // A signal-activated app is heard before it is active (its first syllable must not be
+            // lost), whenever it could be activated now.
+            let listening = app.activity == .inactive && app.configuration.activation == .signal
+                && state.activationRefusal(app.configuration) == nil
+            if app.isActive || listening {
                 for ducker in duckers where ducker.name != app.name {
                     let rule = state.ducking.rule(ducker: ducker.name, ducked: app.name)
                     let factor = Decibels.linear(Float(rule.level))
                     if factor < duck { duck = factor; duckRule = rule }
                 }
             }
-            let silenced = app.isActive && state.silentSwitch && app.configuration.category.obeysSilentSwitch
-            let audible = app.isActive && !silenced
+            let silenced = (app.isActive || listening) && state.silentSwitch && app.configuration.category.obeysSilentSwitch
+            let audible = (app.isActive || listening) && !silenced
             let mixState: AppAudioState = switch app.activity {
             case .interrupted: .interrupted
-            case .inactive: .inactive
+            case .inactive: listening ? (silenced ? .silenced : .listening) : .inactive
             case .active: silenced ? .silenced : (duck < 1 ? .ducked : .active)
             }
             apps[app.name] = AppMix(gain: audible ? app.volume * duck : 0, state: mixState, duck: duck, duckRule: duckRule)
@@ -109,12 +113,29 @@ private struct Transition {
             let index = try state.index(of: name)
             try activate(index)
             state.apps[index].activatedByRequest = true
+            state.apps[index].activatedBy = .osc
         case let .deactivate(name, notifyOthers):
             let index = try state.index(of: name)
             guard state.apps[index].activity != .inactive else { return }
-            state.apps[index].activity = .inactive
-            state.apps[index].activatedByRequest = false
-            endInterruptions(by: name, shouldResume: notifyOthers, everything: true)
+            deactivate(index, notifyOthers: notifyOthers)
+        case let .signal(name, active):
+            let index = try state.index(of: name)
+            if active {
+                guard !state.apps[index].isActive else { return }
+                try activate(index)
+                state.apps[index].activatedByRequest = true
+                state.apps[index].activatedBy = .signal
+            } else {
+                // A request outlasts the sound; what the sound (or a resume) started, silence ends.
+                guard state.apps[index].isActive, state.apps[index].activatedBy != .osc else { return }
+                deactivate(index, notifyOthers: true)
+            }
+        case let .releaseDuck(name, released):
+            let index = try state.index(of: name)
+            let app = state.apps[index]
+            guard app.isActive, app.configuration.ducksOthers, app.duckReleased != released else { return }
+            state.apps[index].duckReleased = released
+            ordered.append(.notify(.duckReleased(app: name, released: released)))
         case let .outsideInterruptionBegan(source):
             try beginOutsideInterruption(source)
         case let .outsideInterruptionEnded(source, shouldResume):
@@ -257,17 +278,9 @@ private struct Transition {
     mutating func activate(_ index: Int) throws(PolicyError) {
         let app = state.apps[index]
         guard !app.isActive else { return }
-        let configuration = app.configuration
-        if !configuration.isMixable, let source = state.outsideInterruptions.last {
-            throw PolicyError(.insufficientPriority,
-                              "'\(app.name)' cannot be activated while the outside interruption '\(source)' lasts (a non-mixable session)")
-        }
-        if configuration.isSpokenAudio,
-           let speaker = state.apps.first(where: { $0.isActive && $0.name != app.name && $0.configuration.interruptsSpokenAudio }) {
-            throw PolicyError(.insufficientPriority,
-                              "'\(app.name)' is spoken audio and cannot be activated while '\(speaker.name)' interrupts spoken audio")
-        }
+        if let refusal = state.activationRefusal(app.configuration) { throw refusal }
         state.apps[index].activity = .active
+        state.apps[index].duckReleased = false
         state.apps[index].activationSequence = state.nextActivationSequence
         state.nextActivationSequence += 1
         interruptOthers(for: index)
@@ -287,9 +300,20 @@ private struct Transition {
         }
     }
 
+    /// setActive(false).
+    mutating func deactivate(_ index: Int, notifyOthers: Bool) {
+        state.apps[index].activity = .inactive
+        state.apps[index].activatedByRequest = false
+        state.apps[index].activatedBy = nil
+        state.apps[index].duckReleased = false
+        endInterruptions(by: state.apps[index].name, shouldResume: notifyOthers, everything: true)
+    }
+
     mutating func interrupt(_ index: Int, by interrupter: Interrupter) {
         state.apps[index].activity = .interrupted(by: interrupter)
         state.apps[index].activatedByRequest = false
+        state.apps[index].activatedBy = nil
+        state.apps[index].duckReleased = false
         let reason: InterruptionReason = if case .routeDisconnected = interrupter { .routeDisconnected } else { .default }
         ordered.append(.notify(.interruption(app: state.apps[index].name, phase: .began, shouldResume: false, reason: reason)))
     }
@@ -314,6 +338,7 @@ private struct Transition {
     mutating func finish(_ ended: [(index: Int, shouldResume: Bool)]) {
         for (index, shouldResume) in ended {
             state.apps[index].activity = .inactive
+            state.apps[index].activatedBy = nil
             ordered.append(.notify(.interruption(app: state.apps[index].name, phase: .ended, shouldResume: shouldResume, reason: .default)))
         }
         let resuming = ended.filter { $0.shouldResume && state.apps[$0.index].configuration.resume == .auto }
@@ -321,7 +346,7 @@ private struct Transition {
             .sorted { (state.apps[$0].activationSequence ?? 0) < (state.apps[$1].activationSequence ?? 0) }
         for index in resuming {
             // A refusal (another outside interruption began meanwhile) leaves the app inactive.
-            try? activate(index)
+            if (try? activate(index)) != nil { state.apps[index].activatedBy = .autoResume }
         }
     }
 
@@ -429,7 +454,8 @@ private struct Transition {
                 effects.append(.appGain(app: app.name, gain: next.gain, rampMilliseconds: ramp(from: previous, to: next)))
             }
             if next.state != previous.state || next.gain != previous.gain || old.apps[app.name] == nil {
-                effects.append(.notify(.appState(app: app.name, state: next.state, gainDecibels: Double(Decibels.level(next.gain)))))
+                effects.append(.notify(.appState(app: app.name, state: next.state, gainDecibels: Double(Decibels.level(next.gain)),
+                                                 reason: app.isActive ? app.activatedBy : nil)))
             }
         }
         if save { effects.append(.save) }
@@ -439,7 +465,7 @@ private struct Transition {
     /// Ducking moves at its attack and release; everything else (starting, stopping, volume) at
     /// the fast fade.
     func ramp(from previous: AppMix, to next: AppMix) -> Double {
-        func heard(_ mix: AppMix) -> Bool { mix.state == .active || mix.state == .ducked }
+        func heard(_ mix: AppMix) -> Bool { mix.state == .active || mix.state == .ducked || mix.state == .listening }
         guard heard(previous), heard(next), next.duck != previous.duck else { return state.fadeMilliseconds }
         if next.duck < previous.duck { return next.duckRule?.attack ?? state.ducking.attack }
         return previous.duckRule?.release ?? state.ducking.release

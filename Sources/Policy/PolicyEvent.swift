@@ -25,6 +25,12 @@ public enum PolicyEvent: Equatable, Sendable {
     case activate(app: String)
     /// `notifyOthers`: the apps it interrupted may resume.
     case deactivate(app: String, notifyOthers: Bool)
+    /// A signal-activated app's input rose above its threshold for the attack time (true), or
+    /// stayed below it for the hold time (false; the apps it interrupted may resume).
+    case signal(app: String, active: Bool)
+    /// An active ducking app has been silent for its `unduckAfter` time (true: its duck is
+    /// released), or sounds again (false: it ducks again).
+    case releaseDuck(app: String, Bool)
     case outsideInterruptionBegan(source: String)
     case outsideInterruptionEnded(source: String, shouldResume: Bool)
     case setSilentSwitch(Bool)

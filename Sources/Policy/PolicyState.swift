@@ -21,6 +21,24 @@ public enum Activity: Hashable, Sendable {
 /// What an app's audio is doing, as notifications and `/state` report it.
 public enum AppAudioState: String, Sendable {
     case inactive, active, ducked, interrupted, silenced
+    /// A signal-activated app waiting for its sound: heard, but ducking and interrupting no one.
+    case listening
+}
+
+extension PolicyState {
+    /// Why an app of this configuration would be refused activation now (§5.11, §5.5), or nil.
+    public func activationRefusal(_ configuration: AppConfiguration) -> PolicyError? {
+        if !configuration.isMixable, let source = outsideInterruptions.last {
+            return PolicyError(.insufficientPriority,
+                               "'\(configuration.name)' cannot be activated while the outside interruption '\(source)' lasts (a non-mixable session)")
+        }
+        if configuration.isSpokenAudio,
+           let speaker = apps.first(where: { $0.isActive && $0.name != configuration.name && $0.configuration.interruptsSpokenAudio }) {
+            return PolicyError(.insufficientPriority,
+                               "'\(configuration.name)' is spoken audio and cannot be activated while '\(speaker.name)' interrupts spoken audio")
+        }
+        return nil
+    }
 }
 
 /// One app's session.
@@ -37,6 +55,11 @@ public struct AppSession: Equatable, Sendable {
     /// deactivated. A recording app hears the input only then: an automatic resume never
     /// re-opens a microphone (§5.8).
     public var activatedByRequest = false
+    /// Why it is active (nil while it is not).
+    public var activatedBy: ActivationReason?
+    /// An active app with duckOthers that has been silent for its `unduckAfter` time: it no
+    /// longer ducks the others until it sounds again.
+    public var duckReleased = false
 
     /// Whether the app receives the input route now: a recording category, active, and activated
     /// on request since its last interruption.

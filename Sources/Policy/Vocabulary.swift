@@ -32,6 +32,26 @@ public enum ResumePolicy: String, CaseIterable, Sendable, Codable {
     case auto
 }
 
+/// What activates an app.
+public enum Activation: String, CaseIterable, Sendable, Codable {
+    /// A request: the app over OSC, a person, or the session file's `active` at start.
+    case osc
+    /// Its own sound: active while its input stays above a threshold (docs/POLICY.md, "Signal
+    /// activation"). Until then it is heard whenever it could be activated, so its first syllable
+    /// is not lost; it ducks and interrupts others only once active.
+    case signal
+}
+
+/// Why an app is active, as notifications and `/state` report it.
+public enum ActivationReason: String, Sendable, Codable {
+    /// A request over OSC (or the session file's `active` at start).
+    case osc
+    /// Its input level (signal activation).
+    case signal
+    /// The router resumed it after an interruption (`resume: auto`).
+    case autoResume = "auto-resume"
+}
+
 extension Category {
     /// Whether options may be set: only categories that can choose to mix (DESIGN.md §5.1).
     /// `record` and `playAndRecord` receive the input route (§5.8).

@@ -109,7 +109,7 @@ let scenarios: [Scenario] = [
     Scenario(rule: "5.4", name: "navigation prompts duck music by 14 dB over the 100 ms attack",
              given: [.activate(app: "music")], when: .activate(app: "nav"),
              expect: [.state("music", .ducked), .gain("music", -14), .ramp("music", 100), .state("nav", .active),
-                      .notified(.appState(app: "music", state: .ducked, gainDecibels: -14.0)),
+                      .notified(.appState(app: "music", state: .ducked, gainDecibels: -14.0, reason: .osc)),
                       .noInterruption("music")]),
     Scenario(rule: "5.4", name: "music unducks over the 500 ms release when the prompt deactivates",
              given: [.activate(app: "music"), .activate(app: "nav")], when: .deactivate(app: "nav", notifyOthers: false),
@@ -228,7 +228,46 @@ let scenarios: [Scenario] = [
     Scenario(rule: "5.12", name: "seek carries its position",
              given: [.activate(app: "music")], when: .remoteCommand(.seek, value: 42.5),
              expect: [.notified(.remote(app: "music", command: .seek, value: 42.5))]),
+
+    // Signal activation (issue 8, docs/POLICY.md).
+    Scenario(rule: "signal", name: "a signal-activated mic is heard while it waits for its sound, and ducks no one",
+             given: [.register(voice), .activate(app: "music")], when: .setAppVolume(app: "voice", .position(1)),
+             expect: [.state("voice", .listening), .gain("voice", 0), .state("music", .active), .gain("music", 0)]),
+    Scenario(rule: "signal", name: "its sound activates it: music is ducked, and the reason is signal",
+             given: [.register(voice), .activate(app: "music")], when: .signal(app: "voice", active: true),
+             expect: [.state("voice", .active), .state("music", .ducked), .gain("music", -14), .ramp("music", 100),
+                      .notified(.appState(app: "voice", state: .active, gainDecibels: 0, reason: .signal))]),
+    Scenario(rule: "signal", name: "silence deactivates it and music comes back over the release",
+             given: [.register(voice), .activate(app: "music"), .signal(app: "voice", active: true)],
+             when: .signal(app: "voice", active: false),
+             expect: [.state("voice", .listening), .state("music", .active), .ramp("music", 500)]),
+    Scenario(rule: "signal", name: "a signal-activated announcement (non-mixable) interrupts music; silence lets auto music resume",
+             given: [.register(AppConfiguration(name: "jukebox", category: .playback, resume: .auto)), .activate(app: "jukebox"),
+                     .register(AppConfiguration(name: "announce", category: .playback, activation: .signal)),
+                     .signal(app: "announce", active: true)],
+             when: .signal(app: "announce", active: false),
+             expect: [ended("jukebox", resume: true), .state("jukebox", .active), .state("announce", .listening),
+                      .notified(.appState(app: "jukebox", state: .active, gainDecibels: 0, reason: .autoResume))]),
+    Scenario(rule: "signal", name: "a request outlasts the sound: silence does not deactivate an app activated over OSC",
+             given: [.register(voice), .activate(app: "voice")], when: .signal(app: "voice", active: false),
+             expect: [.state("voice", .active)]),
+    Scenario(rule: "signal", name: "a non-mixable signal app is not heard while an outside interruption would refuse it",
+             given: [.register(AppConfiguration(name: "announce", category: .playback, activation: .signal)),
+                     .outsideInterruptionBegan(source: "call")],
+             when: .setAppVolume(app: "announce", .position(1)),
+             expect: [.state("announce", .inactive), .gain("announce", -.infinity)]),
+    Scenario(rule: "signal", name: "unduckAfter: a silent ducker releases its duck and says so; its sound brings the duck back",
+             given: [.activate(app: "music"), .activate(app: "nav")], when: .releaseDuck(app: "nav", true),
+             expect: [.state("music", .active), .gain("music", 0), .ramp("music", 500), .state("nav", .active),
+                      .notified(.duckReleased(app: "nav", released: true))]),
+    Scenario(rule: "signal", name: "a released duck holds again when the ducker sounds",
+             given: [.activate(app: "music"), .activate(app: "nav"), .releaseDuck(app: "nav", true)],
+             when: .releaseDuck(app: "nav", false),
+             expect: [.state("music", .ducked), .ramp("music", 100), .notified(.duckReleased(app: "nav", released: false))]),
 ]
+
+/// A presenter's microphone activated by its own sound, ducking the others.
+private let voice = AppConfiguration(name: "voice", category: .playback, options: [.duckOthers, .mixWithOthers], activation: .signal)
 
 @Suite("Policy rules (DESIGN.md §5)")
 struct PolicyScenarioTests {
