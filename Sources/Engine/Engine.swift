@@ -24,6 +24,10 @@ public final class Engine {
         public var meterIntervalFrames: Int = 1024
         /// Cycle times that can wait for the control thread (8192: 22 s at 128 frames, 48 kHz).
         public var timingRingCapacity: Int = 8192
+        /// Level watches (signal-activated apps) a plan may have.
+        public var maxLevelWatches: Int = 256
+        /// Per-cycle watch levels that can wait for the control thread.
+        public var levelRingCapacity: Int = 16384
 
         public init() {}
     }
@@ -144,6 +148,27 @@ public final class Engine {
 
     /// Sets how many cycles the recent process-time window covers.
     public func setProcessTimeWindow(cycles: UInt64) { processTimes.windowCycles = max(cycles, 1) }
+
+    /// One cycle's peak of a level watch: the highest peak over its input channels.
+    public struct LevelReading: Sendable, Equatable {
+        public var watch: Int
+        public var peak: Float
+        public var frames: Int
+    }
+
+    /// The per-cycle peaks of every level watch since the last call, oldest first. A watch is
+    /// reported each cycle while a plan has inputs with it.
+    public func collectLevels(into readings: inout [LevelReading]) {
+        readings.removeAll(keepingCapacity: true)
+        while let bits = core.pointee.levels.pop() {
+            let value = UInt64(bits)
+            readings.append(LevelReading(watch: Int((value >> 32) & 0xffff), peak: Float(bitPattern: UInt32(truncatingIfNeeded: value)),
+                                         frames: Int(value >> 48)))
+        }
+    }
+
+    /// Level readings lost because `collectLevels` was not called for a long time.
+    public var droppedLevels: UInt64 { core.pointee.levelsDropped.load(ordering: .relaxed) }
 
     /// Starts the process-time figures afresh.
     public func resetProcessTimes() {

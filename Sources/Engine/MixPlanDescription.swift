@@ -8,9 +8,12 @@ public struct MixPlanDescription: Sendable {
         public var port: PortHandle
         /// The stable index of this channel in the input meters.
         public var meterSlot: Int32
-        public init(port: PortHandle, meterSlot: Int32) {
+        /// The level watch this channel's peak goes to each cycle (`Engine.collectLevels`), or -1.
+        public var watch: Int32
+        public init(port: PortHandle, meterSlot: Int32, watch: Int32 = -1) {
             self.port = port
             self.meterSlot = meterSlot
+            self.watch = watch
         }
     }
 

@@ -16,9 +16,15 @@ struct StateDocument: Encodable {
         var mode: String
         var remote: [String]
         var resume: String
-        /// `inactive`, `active`, `ducked`, `interrupted` or `silenced`.
+        /// `inactive`, `listening`, `active`, `ducked`, `interrupted` or `silenced`.
         var state: String
         var interruptedBy: String?
+        /// What activates it (`osc` or `signal`), and why it is active now (`osc`, `signal`,
+        /// `auto-resume`; absent while it is not).
+        var activation: String
+        var activeBecause: String?
+        /// An active ducking app silent for its unduckAfter time ducks no one meanwhile.
+        var duckReleased: Bool
         var volume: Double
         var gainDb: Double
         var ports: [String]
@@ -134,7 +140,10 @@ struct StateDocument: Encodable {
             return App(name: app.name, category: configuration.category.rawValue,
                        options: configuration.options.map(\.rawValue).sorted(), mode: configuration.mode.rawValue,
                        remote: configuration.remoteCommands.map(\.rawValue).sorted(), resume: configuration.resume.rawValue,
-                       state: app.state, interruptedBy: interruptedBy, volume: app.volume, gainDb: level(app.gainDecibels),
+                       state: app.state, interruptedBy: interruptedBy,
+                       activation: configuration.activation.rawValue,
+                       activeBecause: session?.isActive == true ? session?.activatedBy?.rawValue : nil,
+                       duckReleased: session?.duckReleased ?? false, volume: app.volume, gainDb: level(app.gainDecibels),
                        ports: app.ports, owner: owners[app.name], notify: notify[app.name],
                        channelmap: session?.channelMap?.map { SavedState.ChannelMapLine(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
         }

@@ -42,6 +42,29 @@ public enum Activation: String, CaseIterable, Sendable, Codable {
     case signal
 }
 
+/// How a signal-activated app's sound is judged (docs/SESSIONS.md, `signal`).
+public struct SignalDetection: Equatable, Sendable {
+    /// Peak level, dBFS, the input must reach.
+    public var threshold: Double = -40
+    /// Milliseconds it must stay at or above the threshold before the app activates.
+    public var attack: Double = 10
+    /// Milliseconds it must stay below `threshold - hysteresis` before the app deactivates.
+    public var hold: Double = 500
+    /// dB below the threshold that count as silence (a level between the two changes nothing).
+    public var hysteresis: Double = 6
+
+    public init(threshold: Double = -40, attack: Double = 10, hold: Double = 500, hysteresis: Double = 6) {
+        self.threshold = threshold
+        self.attack = attack
+        self.hold = hold
+        self.hysteresis = hysteresis
+    }
+
+    /// The linear peak levels to activate at and to count as silence.
+    public var activateLevel: Float { Decibels.linear(Float(threshold)) }
+    public var silenceLevel: Float { Decibels.linear(Float(threshold - hysteresis)) }
+}
+
 /// Why an app is active, as notifications and `/state` report it.
 public enum ActivationReason: String, Sendable, Codable {
     /// A request over OSC (or the session file's `active` at start).

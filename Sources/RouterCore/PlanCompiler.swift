@@ -11,6 +11,8 @@ struct PlanCompiler {
     struct Input: Equatable {
         var port: PortHandle
         var key: Int32
+        /// The level watch its peak goes to each cycle, or -1.
+        var watch: Int32 = -1
     }
 
     /// One output channel and what it should receive.
@@ -134,7 +136,7 @@ struct PlanCompiler {
 
         // Every current input and output is in the plan (outputs must be written every cycle, and
         // inputs are metered), plus any port a fading cell still needs.
-        var planInputs = inputs.map { MixPlanDescription.Input(port: $0.port, meterSlot: $0.key) }
+        var planInputs = inputs.map { MixPlanDescription.Input(port: $0.port, meterSlot: $0.key, watch: $0.watch) }
         var inputIndex: [Int32: Int32] = [:]
         for (i, input) in inputs.enumerated() { inputIndex[input.key] = Int32(i) }
         var planOutputs = outputs.map { MixPlanDescription.Output(port: $0.port, meterSlot: $0.key, contributions: []) }

@@ -64,6 +64,16 @@ public final class Router: @unchecked Sendable {
         /// Slots are kept while the server is away; the ports are registered again with the app's.
         var capturePorts: [JackPort] = []
         var captureSlots: [Int32] = []
+        /// How its sound is judged (signal activation, unduckAfter), and the silence after which
+        /// an active ducking app releases its duck.
+        var signal = SignalDetection()
+        var unduckAfter: Double?
+        /// The level watch reporting its input peak each cycle, while it is watched.
+        var watch: Int32?
+        var detector: SignalDetector?
+        /// The last signal activation tried (refusals are retried every 250 ms while it sounds).
+        var lastSignalAttempt = Date.distantPast
+        var refusalLogged = false
     }
 
     private struct RouteState {
@@ -173,6 +183,12 @@ public final class Router: @unchecked Sendable {
     /// Peaks since the last `takePeaks()`.
     private var peaksSinceTaken: MeterReading?
     private var timer: DispatchSourceTimer?
+    /// Reads the level watches every millisecond while any app is watched.
+    private var levelTimer: DispatchSourceTimer?
+    private var freeWatches: [Int32] = []
+    private var nextWatch: Int32 = 0
+    private let maxWatches: Int
+    private var levelReadings: [Engine.LevelReading] = []
     private var stopped = false
 
     /// Opens the JACK client, registers and connects every port of the session, and starts mixing.
@@ -190,6 +206,7 @@ public final class Router: @unchecked Sendable {
         defaultChannelCount = configuration.defaultChannelCount
         maxInputChannels = configuration.engine.maxInputChannels
         maxOutputChannels = configuration.engine.maxOutputChannels
+        maxWatches = configuration.engine.maxLevelWatches
         let session = configuration.session
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
         compiler = PlanCompiler(slotCapacity: configuration.engine.gainSlotCapacity)
@@ -209,6 +226,8 @@ public final class Router: @unchecked Sendable {
             for app in session.apps {
                 try addApp(app.name, channelCount: app.channelCount, connect: app.connect)
                 apps[apps.count - 1].exclusive = app.exclusive
+                apps[apps.count - 1].signal = app.signal
+                apps[apps.count - 1].unduckAfter = app.unduckAfter
             }
             for route in session.routes {
                 routes.append(RouteState(name: route.name, channelCount: route.channelCount, ports: [],
@@ -229,6 +248,7 @@ public final class Router: @unchecked Sendable {
             throw .jack(error)
         }
         try onQueue { () throws(RouterError) in
+            updateWatches()
             try attach(opened, selectedRoute: session.selectedRoute)
             startHousekeeping(every: configuration.housekeepingInterval)
             for app in session.apps where app.startsActive {
@@ -260,6 +280,8 @@ public final class Router: @unchecked Sendable {
         stopped = true
         timer?.cancel()
         timer = nil
+        levelTimer?.cancel()
+        levelTimer = nil
         client?.deactivate()
         client?.close()
         client = nil
@@ -771,6 +793,103 @@ public final class Router: @unchecked Sendable {
         removeRetiredPorts()
     }
 
+    // MARK: - Signal activation (docs/POLICY.md)
+
+    /// Gives every app that is activated by its sound, or has `unduckAfter`, a level watch (and
+    /// frees those no longer needed), and runs the level timer while any exists.
+    private func updateWatches() {
+        var changed = false
+        for index in apps.indices {
+            let configuration = policy.state.app(apps[index].name)?.configuration
+            let wanted = configuration?.activation == .signal || apps[index].unduckAfter != nil
+            if wanted, apps[index].watch == nil {
+                let watch = freeWatches.popLast() ?? (nextWatch < Int32(maxWatches) ? nextWatch : -1)
+                guard watch >= 0 else {
+                    logger.error("no level watch left for '\(apps[index].name)' (the engine has \(maxWatches)); it is not watched")
+                    continue
+                }
+                if watch == nextWatch { nextWatch += 1 }
+                apps[index].watch = watch
+                apps[index].detector = SignalDetector(settings: apps[index].signal)
+                changed = true
+            } else if !wanted, let watch = apps[index].watch {
+                freeWatches.append(watch)
+                apps[index].watch = nil
+                apps[index].detector = nil
+                changed = true
+            }
+        }
+        if changed { needsPublish = true }
+        let watching = apps.contains { $0.watch != nil }
+        if watching && levelTimer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .milliseconds(1), repeating: .milliseconds(1), leeway: .microseconds(200))
+            timer.setEventHandler { [weak self] in self?.watchLevels() }
+            timer.resume()
+            levelTimer = timer
+        } else if !watching, let timer = levelTimer {
+            timer.cancel()
+            levelTimer = nil
+        }
+    }
+
+    /// Feeds each watched app's per-cycle peaks to its detector, then brings the policy in line:
+    /// a signal-activated app is activated when its sound turns the detector on and deactivated
+    /// when it has been silent for the hold time; an active ducking app with `unduckAfter`
+    /// releases its duck after that much silence and takes it back when it sounds again.
+    private func watchLevels() {
+        guard !stopped, client != nil else { return }
+        engine.collectLevels(into: &levelReadings)
+        guard !levelReadings.isEmpty else { return }
+        var owners: [Int32: Int] = [:]
+        for index in apps.indices { if let watch = apps[index].watch { owners[watch] = index } }
+        var rose = Set<Int>()
+        for reading in levelReadings {
+            guard let index = owners[Int32(reading.watch)] else { continue }
+            if apps[index].detector?.feed(peak: reading.peak, frames: reading.frames, sampleRate: sampleRate) == true {
+                rose.insert(index)
+            }
+        }
+        var changed = false
+        for index in apps.indices {
+            guard let detector = apps[index].detector, let session = policy.state.app(apps[index].name) else { continue }
+            let name = apps[index].name
+            if session.configuration.activation == .signal {
+                if detector.on && !session.isActive {
+                    let now = Date()
+                    if rose.contains(index) || now.timeIntervalSince(apps[index].lastSignalAttempt) >= 0.25 {
+                        apps[index].lastSignalAttempt = now
+                        do throws(RouterError) {
+                            _ = try performOnQueue([Change(.signal(app: name, active: true))])
+                            changed = true
+                            apps[index].refusalLogged = false
+                        } catch {
+                            if !apps[index].refusalLogged {
+                                logger.notice("'\(name)' sounds but cannot be activated: \(error)")
+                                apps[index].refusalLogged = true
+                            }
+                        }
+                    }
+                } else if !detector.on && session.isActive && session.activatedBy != .osc && detector.heldSilent(sampleRate: sampleRate) {
+                    _ = try? performOnQueue([Change(.signal(app: name, active: false))])
+                    changed = true
+                }
+            }
+            guard let unduckAfter = apps[index].unduckAfter, let current = policy.state.app(name),
+                  current.isActive, current.configuration.ducksOthers else { continue }
+            if !current.duckReleased && detector.silentMilliseconds(sampleRate: sampleRate) >= unduckAfter {
+                logger.notice("'\(name)' has been silent for \(Int(unduckAfter)) ms: its duck is released")
+                _ = try? performOnQueue([Change(.releaseDuck(app: name, true))])
+                changed = true
+            } else if current.duckReleased && detector.loudFrames > 0 {
+                _ = try? performOnQueue([Change(.releaseDuck(app: name, false))])
+                changed = true
+            }
+        }
+        // Talkover must not wait for the end of an OSC burst or the next housekeeping tick.
+        if changed && needsPublish { republish() }
+    }
+
     /// Tells subscribers about xruns, at most once a second however many come.
     private func notifyXruns() {
         guard xruns > xrunsNotified, Date().timeIntervalSince(lastXrunNotification) >= 1 else { return }
@@ -826,7 +945,7 @@ public final class Router: @unchecked Sendable {
             return
         }
         let inputs = apps.flatMap { app in
-            zip(app.ports, app.meterSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
+            zip(app.ports, app.meterSlots).map { PlanCompiler.Input(port: $0.handle, key: $1, watch: app.watch ?? -1) }
         } + zip(inputPorts, inputSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
         var outputs: [PlanCompiler.Output] = []
         // Every app plays to the current route; a route change crossfades at the fade ramp.
@@ -1166,6 +1285,7 @@ public final class Router: @unchecked Sendable {
         }
         policy = next
         for effect in effects { carryOut(effect) }
+        updateWatches()
         if startFrame != nil {
             // A scheduled plan carries everything before it: changes still being coalesced go
             // out now, or they would wait for the scheduled frame.

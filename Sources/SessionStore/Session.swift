@@ -73,6 +73,12 @@ public struct Session: Equatable, Sendable {
         public var startsActive: Bool = false
         /// multiRoute apps: which app channel feeds which route channel; nil: all to all.
         public var channelMap: [ChannelLink]?
+        /// What activates the app: requests (`osc`), or its own sound (`signal`).
+        public var activation: Activation = .osc
+        /// How its sound is judged: for `signal` activation, and for `unduckAfter`.
+        public var signal = SignalDetection()
+        /// Milliseconds of silence after which an active app with duckOthers releases its duck.
+        public var unduckAfter: Double?
         /// Registered over OSC in an earlier run and brought back from the state file: it belongs
         /// to nobody until a program registers it again.
         public var registeredAtRunTime = false
@@ -88,7 +94,7 @@ public struct Session: Equatable, Sendable {
         /// The app as the policy knows it.
         public var configuration: AppConfiguration {
             AppConfiguration(name: name, category: category, options: Set(options), mode: mode,
-                             remoteCommands: Set(remote), resume: resume)
+                             remoteCommands: Set(remote), resume: resume, activation: activation)
         }
     }
 

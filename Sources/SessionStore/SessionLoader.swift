@@ -11,7 +11,9 @@ public enum SessionLoader {
         "input": ["ports"],
         "ducking": ["level", "attack", "release", "rules"],
         "duckingRule": ["ducker", "ducked", "level", "attack", "release"],
-        "app": ["name", "category", "options", "mode", "channels", "connect", "exclusive", "remote", "resume", "active", "channelmap"],
+        "app": ["name", "category", "options", "mode", "channels", "connect", "exclusive", "remote", "resume", "active", "channelmap",
+                "activation", "signal", "unduckAfter"],
+        "signal": ["threshold", "attack", "hold", "hysteresis"],
         "volumes": ["routes", "apps"],
     ]
 
@@ -232,6 +234,11 @@ private struct Validator {
             if let v = fields["active"], let b = bool(v, "\(path).active") { app.startsActive = b }
             if let v = fields["exclusive"], let b = bool(v, "\(path).exclusive") { app.exclusive = b }
             if let v = fields["channelmap"] { app.channelMap = channelMap(v, "\(path).channelmap", app: app, routes: routes) }
+            if let v = fields["activation"], let a: Activation = word(v, "\(path).activation") { app.activation = a }
+            if let v = fields["signal"] { app.signal = signalDetection(v, "\(path).signal") }
+            if let v = fields["unduckAfter"], let ms = number(v, "\(path).unduckAfter", in: 1...3_600_000, unit: "milliseconds") {
+                app.unduckAfter = ms
+            }
             // The combination rules of DESIGN.md §5.1, checked where the person wrote them.
             if !app.options.isEmpty && !app.category.acceptsOptions {
                 fail("\(path).options", "category \(app.category.rawValue) takes no options; options are for playback, playAndRecord and multiRoute")
@@ -243,6 +250,17 @@ private struct Validator {
             apps.append(app)
         }
         return apps
+    }
+
+    /// `{"threshold": -40, "attack": 10, "hold": 500, "hysteresis": 6}`, each optional.
+    mutating func signalDetection(_ value: JSONValue, _ path: String) -> SignalDetection {
+        var signal = SignalDetection()
+        guard let fields = object(value, path, allowed: SessionLoader.fields["signal"]!) else { return signal }
+        if let v = fields["threshold"], let dB = number(v, "\(path).threshold", in: -120...0, unit: "dBFS") { signal.threshold = dB }
+        if let v = fields["attack"], let ms = number(v, "\(path).attack", in: 0...10000, unit: "milliseconds") { signal.attack = ms }
+        if let v = fields["hold"], let ms = number(v, "\(path).hold", in: 0...60000, unit: "milliseconds") { signal.hold = ms }
+        if let v = fields["hysteresis"], let dB = number(v, "\(path).hysteresis", in: 0...40, unit: "dB") { signal.hysteresis = dB }
+        return signal
     }
 
     /// `[[1, "headphones:1"], [2, "speaker:2"]]`: app channel, then `route:channel`, both from 1.

@@ -102,6 +102,7 @@ struct SessionSchemaTests {
         let found: [String: Set<String>] = [
             "session": Set(top.keys), "osc": keys(top["osc"]), "route": keys(defs["route"]), "input": keys(top["input"]),
             "ducking": keys(ducking), "duckingRule": keys(rule), "app": keys(defs["app"]), "volumes": keys(top["volumes"]),
+            "signal": keys(((defs["app"] as? [String: Any])?["properties"] as? [String: Any])?["signal"]),
         ]
         #expect(found == SessionLoader.fields)
     }

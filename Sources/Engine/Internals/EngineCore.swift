@@ -19,6 +19,8 @@ struct EngineCore: ~Copyable {
     let meterFree: SPSCRing      // control → audio: zeroed meter blocks
     let meterFull: SPSCRing      // audio → control: filled meter blocks
     let timings: SPSCRing        // audio → control: each cycle's own time, ns
+    let levels: SPSCRing         // audio → control: per-cycle watch peaks (frames:16 watch:16 peak:32)
+    let watchPeaks: UnsafeMutablePointer<Float>   // audio thread: this cycle's peak per watch
 
     let gains: UnsafeMutablePointer<GainState>
     let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>>
@@ -41,6 +43,7 @@ struct EngineCore: ~Copyable {
     let oversizedCycles = Atomic<UInt64>(0)
     /// Cycle times lost because the control thread did not empty `timings` in time.
     let timingsDropped = Atomic<UInt64>(0)
+    let levelsDropped = Atomic<UInt64>(0)
 
     init(configuration: Engine.Configuration, portBuffer: @escaping PortBufferFunction) {
         self.configuration = configuration
@@ -51,6 +54,9 @@ struct EngineCore: ~Copyable {
         meterFree = SPSCRing(minimumCapacity: configuration.meterBlocks)
         meterFull = SPSCRing(minimumCapacity: configuration.meterBlocks)
         timings = SPSCRing(minimumCapacity: configuration.timingRingCapacity)
+        levels = SPSCRing(minimumCapacity: configuration.levelRingCapacity)
+        watchPeaks = .allocate(capacity: max(configuration.maxLevelWatches, 1))
+        watchPeaks.initialize(repeating: -1, count: max(configuration.maxLevelWatches, 1))
         gains = .allocate(capacity: configuration.gainSlotCapacity)
         gains.initialize(repeating: GainState(), count: configuration.gainSlotCapacity)
         inputBuffers = .allocate(capacity: configuration.maxInputChannels)
@@ -63,6 +69,7 @@ struct EngineCore: ~Copyable {
 
     func deallocateStorage() {
         inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate(); timings.deallocate()
+        levels.deallocate(); watchPeaks.deallocate()
         gains.deallocate(); inputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
     }
 }
@@ -206,6 +213,10 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             }
         }
         core.pointee.inputBuffers[i] = source
+        if input.watch >= 0 {
+            let w = Int(input.watch)
+            core.pointee.watchPeaks[w] = max(core.pointee.watchPeaks[w], peak)
+        }
         if let meter = core.pointee.meter {
             let slot = Int(input.meterSlot)
             meter.pointee.inputPeaks[slot] = max(meter.pointee.inputPeaks[slot], peak)
@@ -262,8 +273,28 @@ private func takeMeterBlockIfNeeded(_ core: UnsafeMutablePointer<EngineCore>) {
     }
 }
 
+/// Hands each watch's peak of this cycle to the control thread (a watch no input reported this
+/// cycle is left out) and clears them for the next.
+@_noLocks
+private func reportLevels(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
+    guard let plan = core.pointee.plan else { return }
+    var i = 0
+    while i < plan.pointee.inputCount {
+        let w = Int(plan.pointee.inputs[i].watch)
+        i &+= 1
+        guard w >= 0, core.pointee.watchPeaks[w] >= 0 else { continue }
+        let peak = core.pointee.watchPeaks[w]
+        core.pointee.watchPeaks[w] = -1
+        let bits = UInt64(min(frames, 0xffff)) << 48 | UInt64(w & 0xffff) << 32 | UInt64(peak.bitPattern)
+        if !core.pointee.levels.push(UInt(truncatingIfNeeded: bits)) {
+            _ = core.pointee.levelsDropped.add(1, ordering: .relaxed)
+        }
+    }
+}
+
 @_noLocks
 private func finishCycle(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
+    reportLevels(core, frames: frames)
     if let meter = core.pointee.meter {
         meter.pointee.frames &+= frames
         meter.pointee.cycles &+= 1

@@ -8,6 +8,7 @@ struct MixPlan {
     struct Input {
         var port: UnsafeMutableRawPointer
         var meterSlot: Int32
+        var watch: Int32
     }
 
     struct Output {
@@ -67,7 +68,8 @@ struct MixPlan {
         let resets = UnsafeMutablePointer<Int32>.allocate(capacity: max(description.resetSlots.count, 1))
 
         for (i, input) in description.inputs.enumerated() {
-            (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot))
+            (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot,
+                                              watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1))
         }
         var next = 0
         for (o, output) in description.outputs.enumerated() {

@@ -1,0 +1,208 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import Policy
+import RouterCore
+import SessionStore
+import Testing
+
+/// Issue 8: apps activated by their own sound, under a real jackd. Music (a 1 kHz sine) plays to
+/// the speaker; a microphone, an announcement player and a navigation app are fed by a test
+/// source, whose outputs are also recorded as references in the same cycles as the speaker.
+@Suite("Signal activation", .serialized)
+struct SignalActivationTests {
+    static let period = 256
+    static let rate = 48000
+    /// 48 samples a cycle of the music's 1 kHz sine: each 1 ms block holds one whole cycle.
+    static let block = 48
+
+    final class SignalRig {
+        let server: JackServer
+        let source: TestClient
+        let recorder: TestClient
+        let router: Router
+        let notifications = NotificationLog()
+
+        /// Recording channels.
+        enum Channel: Int { case speaker1, speaker2, mic, announce, nav }
+
+        init(apps: [Session.App], ducking: DuckingSettings = DuckingSettings(level: -12, attack: 5, release: 50)) throws {
+            server = try JackServer(period: SignalActivationTests.period)
+            recorder = try TestClient(name: "recorder", server: server.name,
+                                      inputs: ["speaker_1", "speaker_2", "ref_mic", "ref_announce", "ref_nav"])
+            source = try TestClient(name: "source", server: server.name, outputs: ["music_L", "music_R", "mic", "announce", "nav"])
+            for name in ["mic", "announce", "nav"] { try source.connect("source:\(name)", to: "recorder:ref_\(name)") }
+            var session = Session()
+            session.routes = [Session.Route(name: "speaker", ports: ["recorder:speaker_1", "recorder:speaker_2"])]
+            var music = Session.App(name: "music", category: .playback, connect: [try PortPattern("source:music_[LR]")])
+            music.startsActive = true
+            music.resume = .auto
+            session.apps = [music] + apps
+            session.ducking = ducking
+            // The sources' own sound is not in the speaker: only music is measured there.
+            for app in apps { session.volumes.apps[app.name] = 0 }
+            var configuration = Router.Configuration(session: session, server: server.name)
+            let log = notifications
+            configuration.onNotification = { log.append($0) }
+            router = try Router(configuration: configuration)
+            let sine = Signals.sine(frequency: 1000, amplitude: 0.5, sampleRate: server.sampleRate)
+            source.setSignal(sine, output: 0)
+            source.setSignal(sine, output: 1)
+            try waitFor("the router's connections") {
+                recorder.client.connections(of: "recorder:speaker_1").contains("duckrouter:speaker_out_1")
+                    && source.client.connections(of: "source:music_L").contains("duckrouter:music_in_1")
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+
+        deinit {
+            router.stop()
+            source.close()
+            recorder.close()
+            server.stop()
+        }
+
+        func play(_ samples: [Float], on name: String) {
+            let output = ["music_L", "music_R", "mic", "announce", "nav"].firstIndex(of: name)!
+            source.setSignal(samples, output: output)
+        }
+
+        func state(_ app: String) -> String { router.status().apps.first { $0.name == app }?.state ?? "?" }
+    }
+
+    /// Bursts of noise (peak 0.3) and silences, in seconds: `[(noise, pause), …]`, then `tail` of
+    /// silence; the whole pattern loops, so it is long enough to be recorded once.
+    static func voice(_ pattern: [(Double, Double)], lead: Double = 0.5, tail: Double) -> [Float] {
+        var generator = SystemRandomNumberGenerator()
+        var samples = [Float](repeating: 0, count: Int(lead * Double(rate)))
+        for (noise, pause) in pattern {
+            samples += (0..<Int(noise * Double(rate))).map { _ in Float.random(in: -0.3...0.3, using: &generator) }
+            samples += [Float](repeating: 0, count: Int(pause * Double(rate)))
+        }
+        return samples + [Float](repeating: 0, count: Int(tail * Double(rate)))
+    }
+
+    /// The peak of each 1 ms block of a channel.
+    static func envelope(_ samples: [Float]) -> [Float] {
+        stride(from: 0, to: samples.count - block + 1, by: block).map { start in
+            samples[start..<start + block].reduce(0) { max($0, abs($1)) }
+        }
+    }
+
+    /// The first sample at or after `from` whose magnitude passes `level`.
+    static func onset(_ samples: [Float], after from: Int = 0, level: Float = 0.01) -> Int? {
+        samples[from...].firstIndex { abs($0) >= level }
+    }
+
+    static func ms(_ frames: Int) -> Double { Double(frames) * 1000 / Double(rate) }
+
+    @Test("a voice on a signal-activated mic ducks the music within one period plus the attack, holds through short pauses, and lets go after the hold time")
+    func talkover() throws {
+        var mic = Session.App(name: "mic", category: .playback, channelCount: 1, connect: [try PortPattern("source:mic")])
+        mic.options = [.duckOthers, .mixWithOthers]
+        mic.activation = .signal
+        mic.signal = SignalDetection(threshold: -40, attack: 10, hold: 500, hysteresis: 6)
+        let rig = try SignalRig(apps: [mic])
+        #expect(rig.state("mic") == "listening")
+        // Three 300 ms phrases with 150 ms pauses (shorter than the hold), then silence.
+        rig.play(Self.voice([(0.3, 0.15), (0.3, 0.15), (0.3, 0)], tail: 2.6), on: "mic")
+        let take = rig.recorder.record(seconds: 4.2)
+        let speaker = take.channels[SignalRig.Channel.speaker1.rawValue]
+        let reference = take.channels[SignalRig.Channel.mic.rawValue]
+        // The first phrase that follows at least 300 ms of silence in the reference.
+        var search = 0
+        var start: Int?
+        while let candidate = Self.onset(reference, after: search) {
+            if candidate >= Int(0.3 * Double(Self.rate)), reference[(candidate - Int(0.3 * Double(Self.rate)))..<candidate].allSatisfy({ abs($0) < 0.01 }) {
+                start = candidate
+                break
+            }
+            search = candidate + 1
+        }
+        let voiceStart = try #require(start, "a phrase onset in the recording")
+        let envelope = Self.envelope(speaker)
+        let startBlock = voiceStart / Self.block
+        let steady = envelope[(startBlock - 100)..<(startBlock - 2)]
+        let full = steady.reduce(0, +) / Float(steady.count)
+        #expect(abs(Decibels.level(full) - Decibels.level(0.5)) < 0.5, "music at full level before the voice: \(Decibels.level(full)) dBFS")
+        // The duck starts: the first block 0.5 dB under the steady level.
+        let duckBlock = try #require(envelope[startBlock...].firstIndex { $0 < full * Decibels.linear(-0.5) })
+        let latency = Self.ms(duckBlock * Self.block - voiceStart)
+        let bound = Self.ms(Self.period) + 10
+        print("talkover: the duck starts \(String(format: "%.1f", latency)) ms after the voice crosses -40 dBFS (bound: one period + attack = \(String(format: "%.1f", bound)) ms)")
+        // One block of tolerance: the envelope's own resolution.
+        #expect(latency <= bound + Self.ms(Self.block), "duck started \(latency) ms after the voice")
+        #expect(latency >= 10 - Self.ms(Self.period), "not before the attack time could have passed")
+        // Fully ducked (-12 dB) once the 5 ms duck ramp is over, and through both short pauses.
+        let phrases = (startBlock + Int(bound) + 10)..<(startBlock + 1200)
+        let ducked = envelope[phrases]
+        #expect(ducked.allSatisfy { abs(Decibels.level($0) - (Decibels.level(full) - 12)) < 1 },
+                "ducked by 12 dB through the pauses: \(Decibels.level(ducked.min() ?? 0))...\(Decibels.level(ducked.max() ?? 0)) dBFS")
+        // The last phrase ends at 1.2 s; the duck holds for the 500 ms hold, then releases (50 ms).
+        let lastEnd = try #require(reference[..<(voiceStart + Int(1.3 * Double(Self.rate)))].lastIndex { abs($0) >= 0.01 })
+        let holdEnd = (lastEnd + Int(0.5 * Double(Self.rate))) / Self.block
+        let stillDucked = envelope[(lastEnd / Self.block + 5)..<(holdEnd - 5)]
+        #expect(stillDucked.allSatisfy { $0 < full * Decibels.linear(-11) }, "still ducked during the hold")
+        let back = envelope[(holdEnd + 80)..<(holdEnd + 200)]
+        #expect(back.allSatisfy { abs(Decibels.level($0) - Decibels.level(full)) < 0.5 }, "music back after hold and release")
+        let release = try #require(envelope[(holdEnd - 5)...].firstIndex { $0 > full * Decibels.linear(-11.5) })
+        print("talkover: the duck lets go \(String(format: "%.0f", Self.ms((release - lastEnd / Self.block) * Self.block))) ms after the last sound (hold 500 ms)")
+        #expect(rig.notifications.contains { if case .policy(.appState("mic", .active, _, .signal)) = $0 { true } else { false } },
+                "the mic was reported active because of its signal")
+        #expect(rig.state("mic") == "listening")
+    }
+
+    @Test("a signal-activated announcement (non-mixable) interrupts the music; after it, the music resumes by itself")
+    func announcementInterrupts() throws {
+        var announce = Session.App(name: "announce", category: .playback, channelCount: 1, connect: [try PortPattern("source:announce")])
+        announce.activation = .signal
+        announce.signal = SignalDetection(threshold: -40, attack: 10, hold: 300, hysteresis: 6)
+        let rig = try SignalRig(apps: [announce])
+        rig.play(Self.voice([(0.5, 0)], lead: 0.3, tail: 3.2), on: "announce")
+        let take = rig.recorder.record(seconds: 4.0)
+        let speaker = take.channels[SignalRig.Channel.speaker1.rawValue]
+        let reference = take.channels[SignalRig.Channel.announce.rawValue]
+        let begin = try #require(Self.onset(reference, after: 0))
+        let end = try #require(reference[begin...].lastIndex { abs($0) >= 0.01 })
+        let envelope = Self.envelope(speaker)
+        // Interrupted: silent from shortly after the onset (attack, a period, the 20 ms fade) to the end.
+        let during = envelope[(begin / Self.block + 50)..<(end / Self.block)]
+        #expect(during.allSatisfy { Decibels.level($0) < -90 }, "music silent while the announcement plays: \(Decibels.level(during.max() ?? 0)) dBFS")
+        // Resumed (resume: auto) once the announcement has been silent for its 300 ms hold.
+        let after = envelope[(end / Self.block + 300 + 60)..<min(envelope.count, end / Self.block + 800)]
+        #expect(!after.isEmpty && after.allSatisfy { abs(Decibels.level($0) - Decibels.level(0.5)) < 0.5 }, "music back after the announcement")
+        #expect(rig.notifications.contains { if case .policy(.interruption("music", .began, _, _)) = $0 { true } else { false } })
+        #expect(rig.notifications.contains { if case .policy(.interruption("music", .ended, true, _)) = $0 { true } else { false } })
+        #expect(rig.notifications.contains { if case .policy(.appState("music", .active, _, .autoResume)) = $0 { true } else { false } },
+                "music active again because it auto-resumed")
+    }
+
+    @Test("an OSC app with duckOthers that goes silent releases the duck after unduckAfter, says so, and ducks again when it sounds")
+    func unduckAfterSilence() throws {
+        var nav = Session.App(name: "nav", category: .playback, channelCount: 1, connect: [try PortPattern("source:nav")])
+        nav.options = [.duckOthers, .mixWithOthers]
+        nav.unduckAfter = 400
+        let rig = try SignalRig(apps: [nav])
+        try rig.router.perform(.activate(app: "nav"))
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(rig.state("music") == "ducked")
+        // Silent: the duck is released 400 ms after activation (the level was silent all along).
+        try waitFor("the duck to be released", timeout: 2) { rig.state("music") == "active" }
+        #expect(rig.state("nav") == "active", "nav stays active")
+        #expect(rig.notifications.contains { if case .policy(.duckReleased("nav", true)) = $0 { true } else { false } })
+        let level = Signals.peakDecibels(rig.recorder.record(seconds: 0.2).channels[0])
+        #expect(abs(level - Double(Decibels.level(0.5))) < 0.5, "music at full level: \(level) dBFS")
+        // It speaks again: ducked again.
+        rig.play(Self.voice([(1.0, 0)], lead: 0, tail: 1), on: "nav")
+        try waitFor("the duck to hold again", timeout: 2) { rig.state("music") == "ducked" }
+        #expect(rig.notifications.contains { if case .policy(.duckReleased("nav", false)) = $0 { true } else { false } })
+    }
+}
+
+/// Notifications a router sent, for checks.
+final class NotificationLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [RouterNotification] = []
+    func append(_ notification: RouterNotification) { lock.withLock { items.append(notification) } }
+    func contains(where predicate: (RouterNotification) -> Bool) -> Bool { lock.withLock { items.contains(where: predicate) } }
+}
