@@ -240,6 +240,9 @@ public final class Router: @unchecked Sendable {
             throw .capacity("\(error)")
         }
         currentRoute = policy.state.currentRoute.flatMap { name in routes.firstIndex { $0.name == name } }
+        // What the session alone makes audible (a signal-activated app listens from the start).
+        let mix = policy.mix
+        for index in apps.indices { apps[index].gain = mix[apps[index].name]?.gain ?? 0 }
 
         let opened: JackClient
         do {

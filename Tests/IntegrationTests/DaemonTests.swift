@@ -92,7 +92,7 @@ struct DaemonTests {
         ("volume-route", "{\n  \"volumes\": {\n    \"routes\": {\"hdmi\": 0.5}\n  }\n}\n",
          ":3 volumes.routes.hdmi: no route named 'hdmi' is declared in routes"),
         ("field-typo", #"{"apps": [{"name": "music", "categroy": "playback"}]}"#,
-         ":1 apps[0].categroy: unknown field (expected one of active, category, channelmap, channels, connect, exclusive, mode, name, options, remote, resume)"),
+         ":1 apps[0].categroy: unknown field (expected one of activation, active, category, channelmap, channels, connect, exclusive, mode, name, options, remote, resume, signal, unduckAfter)"),
         ("huge-number", #"{"volumes": {"apps": {"music": 1e999}}}"#,
          ":1: not valid JSON: the number 1e999 is too large (column 32)"),
     ]

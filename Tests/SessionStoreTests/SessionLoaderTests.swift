@@ -105,7 +105,7 @@ struct SessionLoaderTests {
         (#"{"ramp": 0}"#, "Sessions/test.json:1 ramp: expected a number from 1 to 5000 milliseconds, got 0"),
         (#"{"client": "a:b"}"#, "Sessions/test.json:1 client: expected a JACK client name (1 to 63 bytes, no ':'), got 'a:b'"),
         (#"{"apps": [{"name": "m", "chanels": 2}]}"#,
-         "Sessions/test.json:1 apps[0].chanels: unknown field (expected one of active, category, channelmap, channels, connect, exclusive, mode, name, options, remote, resume)"),
+         "Sessions/test.json:1 apps[0].chanels: unknown field (expected one of activation, active, category, channelmap, channels, connect, exclusive, mode, name, options, remote, resume, signal, unduckAfter)"),
         (#"[]"#, "Sessions/test.json:1: expected an object, got a list"),
         (#"{"apps": [{"name": "g", "category": "ambient", "options": ["duckOthers"]}]}"#,
          "Sessions/test.json:1 apps[0].options: category ambient takes no options; options are for playback, playAndRecord and multiRoute"),
