@@ -22,6 +22,7 @@ public enum ControlCommand: Equatable, Sendable {
     public enum Query: Equatable, Sendable {
         case appVolume(String), appGain(String), appRemote(String), appNotify(String), appCategory(String)
         case appChannelMap(String)
+        case appActivation(String)
         case systemVolume, systemGain, silentSwitch
         case duckLevel, duckAttack, duckRelease
         case selectedRoute, routeAvailable(String)
@@ -34,7 +35,8 @@ public enum ControlCommand: Equatable, Sendable {
             switch event {
             case let .register(configuration): configuration.name
             case let .setCategory(app, _, _, _), let .unregister(app), let .activate(app), let .deactivate(app, _),
-                 let .setAppVolume(app, _), let .setRemoteCommands(app, _), let .setChannelMap(app, _): app
+                 let .setAppVolume(app, _), let .setRemoteCommands(app, _), let .setChannelMap(app, _),
+                 let .setActivation(app, _, _): app
             default: nil
             }
         case let .setNotify(app, _): app
@@ -133,6 +135,22 @@ public enum ControlCommand: Equatable, Sendable {
             return .setNotify(app: name, url: url)
         case "unregister":
             return .change(.unregister(app: name), channels: nil)
+        case "activation":
+            if a.isEmpty { return .query(.appActivation(name)) }
+            let word = try a.string("activation")
+            guard let activation = Activation(rawValue: word) else {
+                throw PolicyError(.badArgument, "activation: expected osc or signal, got \(Arguments.quote(word))")
+            }
+            var signal: SignalDetection?
+            if !a.isAtEnd {
+                var detection = SignalDetection()
+                detection.threshold = try a.number("threshold in dBFS")
+                if !a.isAtEnd { detection.attack = try a.number("attack in ms") }
+                if !a.isAtEnd { detection.hold = try a.number("hold in ms") }
+                if !a.isAtEnd { detection.hysteresis = try a.number("hysteresis in dB") }
+                signal = detection
+            }
+            return .change(.setActivation(app: name, activation, signal), channels: nil)
         case "channelmap":
             if a.isEmpty { return .query(.appChannelMap(name)) }
             if a.all == [.string("default")] {

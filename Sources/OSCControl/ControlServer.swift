@@ -445,6 +445,7 @@ public final class ControlServer: @unchecked Sendable {
             case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)): return [.float(Float(v))]
             case let .selectRoute(route): return [.string(route)]
             case let .setChannelMap(_, links): return Self.channelMapArguments(links)
+            case let .setActivation(app, _, _): return (try? answer(.appActivation(app))) ?? []
             // What the route is now: asking for a route whose ports are missing leaves it unavailable.
             case let .setRouteAvailable(route, _): return [.int32(router.policyState.availableRoutes.contains(route) ? 1 : 0)]
             case .remoteCommand:
@@ -482,6 +483,10 @@ public final class ControlServer: @unchecked Sendable {
             _ = try app(name)
             return [.string(notifyTargets[name]?.url ?? "")]
         case let .appChannelMap(name): return Self.channelMapArguments(try app(name).channelMap)
+        case let .appActivation(name):
+            let session = try app(name)
+            return [.string(session.configuration.activation.rawValue), .float(Float(session.signal.threshold)),
+                    .float(Float(session.signal.attack)), .float(Float(session.signal.hold)), .float(Float(session.signal.hysteresis))]
         case let .appCategory(name):
             let configuration = try app(name).configuration
             return [.string(configuration.category.rawValue),

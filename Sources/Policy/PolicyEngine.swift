@@ -130,6 +130,20 @@ private struct Transition {
                 guard state.apps[index].isActive, state.apps[index].activatedBy != .osc else { return }
                 deactivate(index, notifyOthers: true)
             }
+        case let .setActivation(name, activation, signal):
+            let index = try state.index(of: name)
+            if let signal {
+                guard signal.threshold.isFinite, (-120...0).contains(signal.threshold), signal.attack.isFinite, (0...10000).contains(signal.attack),
+                      signal.hold.isFinite, (0...60000).contains(signal.hold), signal.hysteresis.isFinite, (0...40).contains(signal.hysteresis) else {
+                    throw PolicyError(.badArgument, "signal: expected threshold -120..0 dBFS, attack 0..10000 ms, hold 0..60000 ms, hysteresis 0..40 dB")
+                }
+                if state.apps[index].signal != signal { save = true }
+                state.apps[index].signal = signal
+            }
+            if state.apps[index].configuration.activation != activation {
+                state.apps[index].configuration.activation = activation
+                save = true
+            }
         case let .releaseDuck(name, released):
             let index = try state.index(of: name)
             let app = state.apps[index]
@@ -261,6 +275,9 @@ private struct Transition {
             return
         }
         let previous = state.apps[index].configuration
+        // `/app/register` says nothing of activation: a signal-activated app stays one.
+        var configuration = configuration
+        configuration.activation = previous.activation
         guard previous != configuration else { return }
         state.apps[index].configuration = configuration
         ordered.append(.appChanged(configuration))

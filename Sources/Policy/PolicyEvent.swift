@@ -31,6 +31,8 @@ public enum PolicyEvent: Equatable, Sendable {
     /// An active ducking app has been silent for its `unduckAfter` time (true: its duck is
     /// released), or sounds again (false: it ducks again).
     case releaseDuck(app: String, Bool)
+    /// What activates the app from now on, and (when given) how its sound is judged.
+    case setActivation(app: String, Activation, SignalDetection?)
     case outsideInterruptionBegan(source: String)
     case outsideInterruptionEnded(source: String, shouldResume: Bool)
     case setSilentSwitch(Bool)

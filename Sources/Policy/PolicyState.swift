@@ -60,6 +60,8 @@ public struct AppSession: Equatable, Sendable {
     /// An active app with duckOthers that has been silent for its `unduckAfter` time: it no
     /// longer ducks the others until it sounds again.
     public var duckReleased = false
+    /// How its sound is judged (signal activation, unduckAfter).
+    public var signal = SignalDetection()
 
     /// Whether the app receives the input route now: a recording category, active, and activated
     /// on request since its last interruption.

@@ -64,9 +64,7 @@ public final class Router: @unchecked Sendable {
         /// Slots are kept while the server is away; the ports are registered again with the app's.
         var capturePorts: [JackPort] = []
         var captureSlots: [Int32] = []
-        /// How its sound is judged (signal activation, unduckAfter), and the silence after which
-        /// an active ducking app releases its duck.
-        var signal = SignalDetection()
+        /// The silence after which an active ducking app releases its duck (ms).
         var unduckAfter: Double?
         /// The level watch reporting its input peak each cycle, while it is watched.
         var watch: Int32?
@@ -226,7 +224,6 @@ public final class Router: @unchecked Sendable {
             for app in session.apps {
                 try addApp(app.name, channelCount: app.channelCount, connect: app.connect)
                 apps[apps.count - 1].exclusive = app.exclusive
-                apps[apps.count - 1].signal = app.signal
                 apps[apps.count - 1].unduckAfter = app.unduckAfter
             }
             for route in session.routes {
@@ -457,6 +454,7 @@ public final class Router: @unchecked Sendable {
                 try policy.apply(.register(app.configuration))
                 if let volume = session.volumes.apps[app.name] { try policy.apply(.setAppVolume(app: app.name, .position(volume))) }
                 if let map = app.channelMap { try policy.apply(.setChannelMap(app: app.name, map)) }
+                try policy.apply(.setActivation(app: app.name, app.activation, app.signal))
             }
         } catch {
             throw .policy(error)
@@ -803,8 +801,11 @@ public final class Router: @unchecked Sendable {
     private func updateWatches() {
         var changed = false
         for index in apps.indices {
-            let configuration = policy.state.app(apps[index].name)?.configuration
-            let wanted = configuration?.activation == .signal || apps[index].unduckAfter != nil
+            let session = policy.state.app(apps[index].name)
+            let wanted = session?.configuration.activation == .signal || apps[index].unduckAfter != nil
+            if let signal = session?.signal, apps[index].detector != nil, apps[index].detector?.settings != signal {
+                apps[index].detector?.settings = signal
+            }
             if wanted, apps[index].watch == nil {
                 let watch = freeWatches.popLast() ?? (nextWatch < Int32(maxWatches) ? nextWatch : -1)
                 guard watch >= 0 else {
@@ -813,7 +814,7 @@ public final class Router: @unchecked Sendable {
                 }
                 if watch == nextWatch { nextWatch += 1 }
                 apps[index].watch = watch
-                apps[index].detector = SignalDetector(settings: apps[index].signal)
+                apps[index].detector = SignalDetector(settings: session?.signal ?? SignalDetection())
                 changed = true
             } else if !wanted, let watch = apps[index].watch {
                 freeWatches.append(watch)
@@ -1165,13 +1166,14 @@ public final class Router: @unchecked Sendable {
                         _ = try performOnQueue([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
                         if let index = apps.firstIndex(where: { $0.name == app.name }) {
                             apps[index].exclusive = app.exclusive
+                            apps[index].unduckAfter = app.unduckAfter
                             if app.exclusive { connectSources(ofApp: index) }
                         }
                     } catch {
                         notes.append("adding '\(app.name)': \(error)")
                         continue
                     }
-                    var events: [PolicyEvent] = []
+                    var events: [PolicyEvent] = [.setActivation(app: app.name, app.activation, app.signal)]
                     if let map = app.channelMap { events.append(.setChannelMap(app: app.name, map)) }
                     if let volume = new.volumes.apps[app.name] { events.append(.setAppVolume(app: app.name, .position(volume))) }
                     if app.startsActive { events.append(.activate(app: app.name)) }
@@ -1182,6 +1184,13 @@ public final class Router: @unchecked Sendable {
                 var events: [PolicyEvent] = []
                 if before.configuration != app.configuration { events.append(.register(app.configuration)) }
                 if before.channelMap != app.channelMap { events.append(.setChannelMap(app: app.name, app.channelMap)) }
+                if before.activation != app.activation || before.signal != app.signal {
+                    events.append(.setActivation(app: app.name, app.activation, app.signal))
+                }
+                if before.unduckAfter != app.unduckAfter, let index = apps.firstIndex(where: { $0.name == app.name }) {
+                    apps[index].unduckAfter = app.unduckAfter
+                    updateWatches()
+                }
                 if old.volumes.apps[app.name] != new.volumes.apps[app.name], let volume = new.volumes.apps[app.name] {
                     events.append(.setAppVolume(app: app.name, .position(volume)))
                 }
@@ -1381,10 +1390,13 @@ public final class Router: @unchecked Sendable {
                                    uniquingKeysWith: { a, _ in a }),
             apps: state.apps.map { app in
                 let c = app.configuration
-                return SavedState.App(name: app.name, category: c.category.rawValue, options: c.options.map(\.rawValue).sorted(),
-                                      mode: c.mode.rawValue, remote: c.remoteCommands.map(\.rawValue).sorted(),
-                                      resume: c.resume.rawValue, channels: channels[app.name] ?? defaultChannelCount,
-                                      channelmap: app.channelMap?.map { .init(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
+                var saved = SavedState.App(name: app.name, category: c.category.rawValue, options: c.options.map(\.rawValue).sorted(),
+                                           mode: c.mode.rawValue, remote: c.remoteCommands.map(\.rawValue).sorted(),
+                                           resume: c.resume.rawValue, channels: channels[app.name] ?? defaultChannelCount,
+                                           channelmap: app.channelMap?.map { .init(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
+                if c.activation != .osc { saved.activation = c.activation.rawValue }
+                if app.signal != SignalDetection() { saved.signal = .init(app.signal) }
+                return saved
             })
     }
 

@@ -17,6 +17,26 @@ public struct SavedState: Codable, Equatable, Sendable {
         public var channels: Int
         /// multiRoute apps: `[[app channel, "route:channel"], …]` as in session files.
         public var channelmap: [ChannelMapLine]?
+        /// `signal` when the app is activated by its sound (absent: `osc`), and how it is judged
+        /// (absent: the defaults). Files written before these existed load as `osc` and defaults.
+        public var activation: String?
+        public var signal: Signal?
+
+        public struct Signal: Codable, Equatable, Sendable {
+            public var threshold: Double
+            public var attack: Double
+            public var hold: Double
+            public var hysteresis: Double
+            public init(_ detection: SignalDetection) {
+                threshold = detection.threshold
+                attack = detection.attack
+                hold = detection.hold
+                hysteresis = detection.hysteresis
+            }
+            public var detection: SignalDetection {
+                SignalDetection(threshold: threshold, attack: attack, hold: hold, hysteresis: hysteresis)
+            }
+        }
 
         public init(name: String, category: String, options: [String], mode: String, remote: [String],
                     resume: String, channels: Int, channelmap: [ChannelMapLine]?) {
@@ -127,9 +147,13 @@ extension Session {
                     links?.append(ChannelLink(appChannel: line.channel, route: route.name, routeChannel: k))
                 }
             }
+            let activation = app.activation.flatMap(Activation.init(rawValue:)) ?? .osc
+            let signal = app.signal?.detection ?? SignalDetection()
             if let index = session.apps.firstIndex(where: { $0.name == app.name }) {
                 // A session app keeps its ports (channels) and patchbay rules; what was changed at
-                // run time (category, options, mode, remote commands, map) comes back.
+                // run time (category, options, mode, remote commands, map, activation) comes back.
+                session.apps[index].activation = activation
+                session.apps[index].signal = signal
                 session.apps[index].category = category
                 session.apps[index].options = options
                 session.apps[index].mode = mode
@@ -141,6 +165,8 @@ extension Session {
                 restored.mode = mode
                 restored.remote = remote
                 restored.resume = resume
+                restored.activation = activation
+                restored.signal = signal
                 restored.channelMap = category == .multiRoute ? links : nil
                 restored.registeredAtRunTime = true
                 session.apps.append(restored)

@@ -1,6 +1,7 @@
 import Foundation
 import JackHost
 import JackTestSupport
+import OSCTransport
 import Policy
 import RouterCore
 import SessionStore
@@ -196,6 +197,39 @@ struct SignalActivationTests {
         rig.play(Self.voice([(1.0, 0)], lead: 0, tail: 1), on: "nav")
         try waitFor("the duck to hold again", timeout: 2) { rig.state("music") == "ducked" }
         #expect(rig.notifications.contains { if case .policy(.duckReleased("nav", false)) = $0 { true } else { false } })
+    }
+}
+
+/// `/app/<app>/activation` over OSC, on the daemon: set, query, refuse bad values, kept across a
+/// restart, and the sound then does the rest.
+@Suite("Signal activation over OSC", .serialized)
+struct SignalActivationOSCTests {
+    @Test("/app/nav/activation signal -30 5 200: answered, shown in /state, refused when wrong, kept after a crash, and nav's sound then ducks music")
+    func activationOverOSC() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        let reply = try #require(try rig.query("/app/nav/activation", [.string("signal"), .float(-30), .float(5), .float(200)]))
+        #expect(reply.path == "/reply")
+        #expect(Array(reply.arguments.dropFirst()) == [.string("signal"), .float(-30), .float(5), .float(200), .float(6)])
+        #expect(try rig.query("/app/nav/activation")?.arguments.dropFirst().first == .string("signal"))
+        #expect(try rig.query("/app/nav/activation", [.string("loud")])?.path == "/error")
+        #expect(try rig.query("/app/nav/activation", [.string("signal"), .float(10)])?.path == "/error")
+        #expect(try rig.query("/app/nosuch/activation", [.string("signal")])?.path == "/error")
+        func nav() throws -> [String: Any] {
+            try #require((try rig.settings()["apps"] as? [[String: Any]])?.first { $0["name"] as? String == "nav" })
+        }
+        #expect(try nav()["activation"] as? String == "signal")
+        #expect(try nav()["state"] as? String == "listening")
+        // Kept across a crash (the state file), then the sound activates it.
+        Thread.sleep(forTimeInterval: 0.4)
+        try rig.killAndRestart()
+        #expect(try nav()["activation"] as? String == "signal")
+        rig.play(music: 0.5, nav: 0.2)
+        try waitFor("nav's sound to activate it", timeout: 3) { (try? nav()["state"] as? String) == "active" }
+        #expect(try nav()["activeBecause"] as? String == "signal")
+        rig.play(music: 0.5, nav: 0)
+        try waitFor("nav's silence to end it after the 200 ms hold", timeout: 3) { (try? nav()["state"] as? String) == "listening" }
     }
 }
 
