@@ -28,6 +28,8 @@ public final class Engine {
         public var maxLevelWatches: Int = 256
         /// Per-cycle watch levels that can wait for the control thread.
         public var levelRingCapacity: Int = 16384
+        /// The longest look-ahead delay a plan may ask for (1 s at 48 kHz).
+        public var maxLookaheadFrames: Int = 48000
 
         public init() {}
     }
@@ -40,6 +42,9 @@ public final class Engine {
     private var meterBlocks: [UnsafeMutablePointer<MeterBlock>] = []
     private var nextGeneration: UInt64 = 1
     private var retiredGeneration: UInt64 = 0
+    /// Look-ahead delay lines by input meter slot, made on first use, freed with the engine.
+    private var delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:]
+    private var outgrownDelayLines: [UnsafeMutablePointer<DelayLine>] = []
     /// The process callback's own time per cycle, as far as `collectProcessTimes()` has read it.
     public private(set) var processTimes = ProcessTimes()
 
@@ -64,6 +69,8 @@ public final class Engine {
         }
         if let plan = core.pointee.plan { MixPlan.destroy(plan) }
         for block in meterBlocks { MeterBlock.destroy(block) }
+        for line in delayLines.values { DelayLine.destroy(line) }
+        for line in outgrownDelayLines { DelayLine.destroy(line) }
         core.pointee.deallocateStorage()
         core.deinitialize(count: 1)
         core.deallocate()
@@ -85,7 +92,16 @@ public final class Engine {
     public func publish(_ description: MixPlanDescription) throws(MixPlanError) -> UInt64? {
         collectRetiredPlans()
         guard core.pointee.inbox.hasRoom() else { return nil }
-        let plan = try MixPlan.make(description, generation: nextGeneration, capacity: configuration)
+        if description.lookaheadFrames > 0 {
+            let capacity = min(description.lookaheadFrames, configuration.maxLookaheadFrames) + configuration.maxFrames
+            for input in description.inputs where (delayLines[input.meterSlot]?.pointee.capacity ?? 0) < capacity {
+                // A longer delay than before: the old line may still be in a queued plan; it is
+                // kept until the engine goes.
+                if let old = delayLines[input.meterSlot] { outgrownDelayLines.append(old) }
+                delayLines[input.meterSlot] = DelayLine.make(capacity: capacity, maxFrames: configuration.maxFrames)
+            }
+        }
+        let plan = try MixPlan.make(description, generation: nextGeneration, capacity: configuration, delayLines: delayLines)
         guard core.pointee.inbox.push(UInt(bitPattern: plan)) else {
             MixPlan.destroy(plan)
             return nil

@@ -23,6 +23,9 @@ public struct MixPlanDescription: Sendable {
         public var meterSlot: Int32
         /// The contributions summed into this output; their `input` indexes `inputs`.
         public var contributions: [MixContribution]
+        /// Mixed from the inputs as they were `lookaheadFrames` ago (gains apply now): a look-ahead
+        /// route, whose ducks land before the voice that caused them is heard.
+        public var delayed = false
         public init(port: PortHandle, meterSlot: Int32, contributions: [MixContribution]) {
             self.port = port
             self.meterSlot = meterSlot
@@ -39,6 +42,9 @@ public struct MixPlanDescription: Sendable {
     /// takes over, sample-accurately; nil: at the start of the next cycle. Plans are taken in the
     /// order they are published, so a scheduled plan also holds back the plans behind it.
     public var startFrame: UInt32?
+    /// How far behind delayed outputs hear their inputs, in frames (0: no delay lines). At most
+    /// `Engine.Configuration.maxLookaheadFrames`.
+    public var lookaheadFrames = 0
 
     public init(inputs: [Input] = [], outputs: [Output] = [], resetSlots: [Int32] = [], startFrame: UInt32? = nil) {
         self.inputs = inputs

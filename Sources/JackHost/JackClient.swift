@@ -36,7 +36,9 @@ public final class JackClient {
 
     /// Opens a client on the named server (`nil`: `$JACK_DEFAULT_SERVER`, else `default`). Never
     /// starts a server. `events` is called on JACK's notification thread; it should only enqueue.
-    public init(name: String, server: String? = nil,
+    /// `reportsLatency`: the client tells JACK its ports' latencies itself (`setLatencies`), for
+    /// outputs that hear their inputs late; only with `events`.
+    public init(name: String, server: String? = nil, reportsLatency: Bool = false,
                 events: (@Sendable (JackEvent) -> Void)? = nil) throws(JackError) {
         let resolvedServer = server ?? ProcessInfoServerName.current
         serverName = resolvedServer
@@ -60,6 +62,7 @@ public final class JackClient {
                 try check("buffer size", jack_set_buffer_size_callback(opened, bufferSizeCallback, arg))
                 try check("sample rate", jack_set_sample_rate_callback(opened, sampleRateCallback, arg))
                 try check("xrun", jack_set_xrun_callback(opened, xrunCallback, arg))
+                if reportsLatency { try check("latency", jack_set_latency_callback(opened, latencyCallback, arg)) }
                 jack_on_info_shutdown(opened, infoShutdownCallback, arg)
             } catch {
                 close()
@@ -115,6 +118,8 @@ public final class JackClient {
     public func close() {
         if let client {
             if isActive { jack_deactivate(client) }
+            // The latency callback must not look at ports being unregistered.
+            context?.takeUnretainedValue().latency.withLock { $0 = LatencyPlan() }
             if let context, !context.takeUnretainedValue().serverGone.load(ordering: .acquiring) {
                 for port in registered.reversed() { jack_port_unregister(client, port.pointer) }
             }
@@ -138,6 +143,7 @@ public final class JackClient {
         return registeredPort
     }
 
+    /// Unregisters a port. A port in the latency plan (`setLatencies`) must be taken out first.
     public func unregister(_ port: JackPort) {
         if let index = registered.firstIndex(of: port) { registered.remove(at: index) }
         jack_port_unregister(handle, port.pointer)
@@ -162,6 +168,25 @@ public final class JackClient {
             if let type { jack_free(type) }
         }
         return String(cString: value)
+    }
+
+    /// What the latency callback reports (with `reportsLatency`): every output hears every input,
+    /// each output `added` frames later. JACK is asked to recompute its latencies.
+    public func setLatencies(inputs: [JackPort], outputs: [(port: JackPort, added: UInt32)]) {
+        guard let context, let client else { return }
+        let plan = LatencyPlan(inputs: inputs.map { UInt(bitPattern: $0.pointer) },
+                               outputs: outputs.map { (UInt(bitPattern: $0.port.pointer), $0.added) })
+        context.takeUnretainedValue().latency.withLock { $0 = plan }
+        if isActive { jack_recompute_total_latencies(client) }
+    }
+
+    /// The capture latency range (frames) JACK reports for the port named `fullName`: how long
+    /// ago what it carries now entered the graph.
+    public func captureLatency(of fullName: String) -> ClosedRange<UInt32>? {
+        guard let port = jack_port_by_name(handle, fullName) else { return nil }
+        var range = jack_latency_range_t(min: 0, max: 0)
+        jack_port_get_latency_range(port, JackCaptureLatency, &range)
+        return range.min...max(range.min, range.max)
     }
 
     /// Connects two ports by full name. Already connected counts as success.

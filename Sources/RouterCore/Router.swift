@@ -89,6 +89,8 @@ public final class Router: @unchecked Sendable {
         var present = true
         /// What `/route/<route>/available` last said (for devices JACK cannot see); default yes.
         var enabled = true
+        /// Milliseconds this route hears its inputs late (look-ahead for talkover), 0: none.
+        var lookahead: Double = 0
     }
 
     private struct ScheduledChanges {
@@ -229,7 +231,8 @@ public final class Router: @unchecked Sendable {
             for route in session.routes {
                 routes.append(RouteState(name: route.name, channelCount: route.channelCount, ports: [],
                                          meterSlots: (1...route.channelCount).map { _ in takeOutputSlot() },
-                                         destinations: route.ports, gain: policy.state.systemVolume(route.name) ?? 1))
+                                         destinations: route.ports, gain: policy.state.systemVolume(route.name) ?? 1,
+                                         lookahead: route.lookahead))
             }
         } catch let error as RouterError {
             throw error
@@ -294,6 +297,7 @@ public final class Router: @unchecked Sendable {
     private func openClient() throws(JackError) -> JackClient {
         let forward = EventForwarder()
         let opened = try JackClient(name: requestedClientName, server: serverName,
+                                    reportsLatency: routes.contains { $0.lookahead > 0 },
                                     events: { event in forward.send(event) })
         let source = ObjectIdentifier(opened)
         forward.target = { [weak self] event in
@@ -344,6 +348,19 @@ public final class Router: @unchecked Sendable {
         connectRoutes()
         connectInputs()
         for index in apps.indices { connectSources(ofApp: index) }
+        updateLatencies()
+    }
+
+    /// Tells JACK (through the client's latency callback) that look-ahead routes hear every input
+    /// that many frames late, so latency-aware recorders line them up. Only with a look-ahead.
+    /// Called whenever the router's ports change; a port leaves the plan before it is unregistered.
+    private func updateLatencies(leavingOut gone: Set<JackPort> = []) {
+        guard let client, let lookahead = routes.first(where: { $0.lookahead > 0 })?.lookahead else { return }
+        let added = UInt32(frames(milliseconds: lookahead))
+        let inputs = (inputPorts + apps.flatMap(\.ports) + retiring.flatMap(\.ports)).filter { !gone.contains($0) }
+        var outputs: [(port: JackPort, added: UInt32)] = routes.flatMap { route in route.ports.map { ($0, route.lookahead > 0 ? added : 0) } }
+        outputs += (apps.flatMap(\.capturePorts) + retiring.flatMap(\.capturePorts)).filter { !gone.contains($0) }.map { ($0, 0) }
+        client.setLatencies(inputs: inputs, outputs: outputs)
     }
 
     /// Forgets the client's ports (they died with it) and the engine's plans that point at them.
@@ -914,12 +931,15 @@ public final class Router: @unchecked Sendable {
             }
         }
         let adopted = engine.adoptedPlanGeneration
-        retiring.removeAll { app in
-            guard let cleared = app.clearedInPlan, adopted >= cleared else { return false }
+        let done = retiring.filter { app in app.clearedInPlan.map { adopted >= $0 } ?? false }
+        guard !done.isEmpty else { return }
+        retiring.removeAll { app in app.clearedInPlan.map { adopted >= $0 } ?? false }
+        let gone = done.flatMap { $0.ports + $0.capturePorts }
+        updateLatencies(leavingOut: Set(gone))
+        for app in done {
             for port in app.ports + app.capturePorts { client.unregister(port) }
             freeInputSlots.append(contentsOf: app.meterSlots)
             freeOutputSlots.append(contentsOf: app.captureSlots)
-            return true
         }
     }
 
@@ -999,6 +1019,14 @@ public final class Router: @unchecked Sendable {
                                           now: engine.statistics.processedFrames,
                                           settleFrames: UInt64(2 * max(bufferSize, 1) + rampFramesMargin))
             result.plan.startFrame = startFrame
+            // Look-ahead routes mix every input as it was that long ago; gains apply at once.
+            if let lookahead = routes.first(where: { $0.lookahead > 0 })?.lookahead {
+                result.plan.lookaheadFrames = Int(frames(milliseconds: lookahead))
+                let delayed = Set(routes.filter { $0.lookahead > 0 }.flatMap(\.meterSlots))
+                for k in result.plan.outputs.indices where delayed.contains(result.plan.outputs[k].meterSlot) {
+                    result.plan.outputs[k].delayed = true
+                }
+            }
         } catch {
             throw .capacity(error.description)
         }
@@ -1298,6 +1326,7 @@ public final class Router: @unchecked Sendable {
         policy = next
         for effect in effects { carryOut(effect) }
         updateWatches()
+        if appsBefore != apps.count || !additions.isEmpty { updateLatencies() }
         if startFrame != nil {
             // A scheduled plan carries everything before it: changes still being coalesced go
             // out now, or they would wait for the scheduled frame.

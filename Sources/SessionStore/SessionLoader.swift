@@ -7,7 +7,7 @@ public enum SessionLoader {
     public static let fields: [String: Set<String>] = [
         "session": ["client", "ramp", "osc", "routes", "input", "ducking", "apps", "volumes"],
         "osc": ["port", "bind", "allow", "admin"],
-        "route": ["name", "ports", "private", "builtIn"],
+        "route": ["name", "ports", "private", "builtIn", "lookahead"],
         "input": ["ports"],
         "ducking": ["level", "attack", "release", "rules"],
         "duckingRule": ["ducker", "ducked", "level", "attack", "release"],
@@ -167,6 +167,14 @@ private struct Validator {
             var route = Session.Route(name: name, ports: ports)
             if let v = fields["private"], let b = bool(v, "\(path).private") { route.isPrivate = b }
             if let v = fields["builtIn"], let b = bool(v, "\(path).builtIn") { route.isBuiltIn = b }
+            if let v = fields["lookahead"], let ms = number(v, "\(path).lookahead", in: 0...1000, unit: "milliseconds") {
+                // One delay feeds every look-ahead route: they must agree.
+                if let other = routes.first(where: { $0.lookahead > 0 }), ms > 0, other.lookahead != ms {
+                    fail("\(path).lookahead", "every route with a look-ahead uses the same one ('\(other.name)' has \(Self.milliseconds(other.lookahead)) ms), got \(Self.milliseconds(ms))")
+                } else {
+                    route.lookahead = ms
+                }
+            }
             routes.append(route)
         }
         return routes
@@ -438,6 +446,10 @@ private struct Validator {
             return false
         }
         return true
+    }
+
+    static func milliseconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     private func format(_ range: ClosedRange<Double>) -> String {

@@ -25,16 +25,19 @@ struct SignalActivationTests {
         let notifications = NotificationLog()
 
         /// Recording channels.
-        enum Channel: Int { case speaker1, speaker2, mic, announce, nav }
+        enum Channel: Int { case speaker1, speaker2, mic, announce, nav, music }
 
-        init(apps: [Session.App], ducking: DuckingSettings = DuckingSettings(level: -12, attack: 5, release: 50)) throws {
+        init(apps: [Session.App], ducking: DuckingSettings = DuckingSettings(level: -12, attack: 5, release: 50),
+             lookahead: Double = 0) throws {
             server = try JackServer(period: SignalActivationTests.period)
             recorder = try TestClient(name: "recorder", server: server.name,
-                                      inputs: ["speaker_1", "speaker_2", "ref_mic", "ref_announce", "ref_nav"])
+                                      inputs: ["speaker_1", "speaker_2", "ref_mic", "ref_announce", "ref_nav", "ref_music"])
             source = try TestClient(name: "source", server: server.name, outputs: ["music_L", "music_R", "mic", "announce", "nav"])
             for name in ["mic", "announce", "nav"] { try source.connect("source:\(name)", to: "recorder:ref_\(name)") }
+            try source.connect("source:music_L", to: "recorder:ref_music")
             var session = Session()
             session.routes = [Session.Route(name: "speaker", ports: ["recorder:speaker_1", "recorder:speaker_2"])]
+            session.routes[0].lookahead = lookahead
             var music = Session.App(name: "music", category: .playback, connect: [try PortPattern("source:music_[LR]")])
             music.startsActive = true
             music.resume = .auto
@@ -151,6 +154,43 @@ struct SignalActivationTests {
         #expect(rig.notifications.contains { if case .policy(.appState("mic", .active, _, .signal)) = $0 { true } else { false } },
                 "the mic was reported active because of its signal")
         #expect(rig.state("mic") == "listening")
+    }
+
+    @Test("a 30 ms look-ahead on the route: everything is heard 30 ms late, and the duck caused by the voice is complete before the voice is heard")
+    func lookahead() throws {
+        var mic = Session.App(name: "mic", category: .playback, channelCount: 1, connect: [try PortPattern("source:mic")])
+        mic.options = [.duckOthers, .mixWithOthers]
+        mic.activation = .signal
+        let rig = try SignalRig(apps: [mic], lookahead: 30)
+        // The delay itself: music starts during the take; it reaches the speaker 30 ms (1,440 frames) late.
+        rig.play([0], on: "music_L")
+        Thread.sleep(forTimeInterval: 0.2)
+        rig.recorder.startRecording()
+        Thread.sleep(forTimeInterval: 0.1)
+        rig.play(Signals.sine(frequency: 1000, amplitude: 0.5, sampleRate: Self.rate), on: "music_L")
+        Thread.sleep(forTimeInterval: 0.4)
+        let start = rig.recorder.stopRecording()
+        let sent = try #require(Self.onset(start.channels[SignalRig.Channel.music.rawValue]))
+        let heard = try #require(Self.onset(start.channels[SignalRig.Channel.speaker1.rawValue]))
+        #expect(heard - sent == 1440, "heard \(heard - sent) frames late")
+        // And JACK knows: the route's ports report 1,440 frames of capture latency, the others none.
+        #expect(rig.recorder.client.captureLatency(of: "duckrouter:speaker_out_1") == 1440...1440)
+        #expect(rig.recorder.client.captureLatency(of: "duckrouter:mic_in_1") == 0...0)
+
+        rig.play(Self.voice([(0.4, 0)], lead: 0.5, tail: 2), on: "mic")
+        let take = rig.recorder.record(seconds: 2.6)
+        let reference = take.channels[SignalRig.Channel.mic.rawValue]
+        let voiceStart = try #require(Self.onset(reference, after: 0))
+        let envelope = Self.envelope(take.channels[SignalRig.Channel.speaker1.rawValue])
+        let startBlock = voiceStart / Self.block
+        let full = envelope[(startBlock - 100)..<(startBlock - 2)].reduce(0, +) / 98
+        // The voice is heard 30 ms after it was sung; the duck (5 ms ramp) must be over by then.
+        let duckBlock = try #require(envelope[startBlock...].firstIndex { $0 < full * Decibels.linear(-0.5) })
+        let duckStart = Self.ms(duckBlock * Self.block - voiceStart)
+        let fullyDucked = try #require(envelope[startBlock...].firstIndex { $0 < full * Decibels.linear(-11) })
+        let complete = Self.ms(fullyDucked * Self.block + Self.block - voiceStart)
+        print("lookahead: the duck starts \(String(format: "%.1f", duckStart)) ms and is complete \(String(format: "%.1f", complete)) ms after the voice starts; the voice is heard at 30.0 ms")
+        #expect(complete <= 30, "the music is fully ducked before the voice is heard")
     }
 
     @Test("a signal-activated announcement (non-mixable) interrupts the music; after it, the music resumes by itself")

@@ -24,6 +24,9 @@ struct EngineCore: ~Copyable {
 
     let gains: UnsafeMutablePointer<GainState>
     let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>>
+    /// What look-ahead outputs mix: each input as it was `lookaheadFrames` ago (or the input
+    /// itself, when it has no delay line).
+    let delayedInputBuffers: UnsafeMutablePointer<UnsafePointer<Float>>
     let scratch: UnsafeMutablePointer<Float>      // sanitiseScratchBuffers × maxFrames
     let silence: UnsafeMutablePointer<Float>      // maxFrames zeros, never written after setup
     let configuration: Engine.Configuration
@@ -65,12 +68,14 @@ struct EngineCore: ~Copyable {
         silence = .allocate(capacity: configuration.maxFrames)
         silence.initialize(repeating: 0, count: configuration.maxFrames)
         inputBuffers.initialize(repeating: UnsafePointer(silence), count: configuration.maxInputChannels)
+        delayedInputBuffers = .allocate(capacity: configuration.maxInputChannels)
+        delayedInputBuffers.initialize(repeating: UnsafePointer(silence), count: configuration.maxInputChannels)
     }
 
     func deallocateStorage() {
         inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate(); timings.deallocate()
         levels.deallocate(); watchPeaks.deallocate()
-        gains.deallocate(); inputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
+        gains.deallocate(); inputBuffers.deallocate(); delayedInputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
     }
 }
 
@@ -213,6 +218,12 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             }
         }
         core.pointee.inputBuffers[i] = source
+        if let line = input.delayLine, plan.pointee.lookaheadFrames > 0 {
+            DelayLine.process(line, source, frames: frames, delay: plan.pointee.lookaheadFrames)
+            core.pointee.delayedInputBuffers[i] = UnsafePointer(line.pointee.out)
+        } else {
+            core.pointee.delayedInputBuffers[i] = source
+        }
         if input.watch >= 0 {
             let w = Int(input.watch)
             core.pointee.watchPeaks[w] = max(core.pointee.watchPeaks[w], peak)
@@ -233,8 +244,9 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
         let output = plan.pointee.outputs[o]
         o &+= 1
         guard let out = buffer(core, output.port, frames: offset &+ frames).map({ $0 + offset }) else { continue }
+        let inputs = output.delayed ? core.pointee.delayedInputBuffers : core.pointee.inputBuffers
         MixKernel.vectorised(output: out,
-                             inputs: UnsafePointer(core.pointee.inputBuffers),
+                             inputs: UnsafePointer(inputs),
                              contributions: plan.pointee.contributions + Int(output.firstContribution),
                              count: Int(output.contributionCount),
                              gains: core.pointee.gains,

@@ -9,6 +9,8 @@ struct MixPlan {
         var port: UnsafeMutableRawPointer
         var meterSlot: Int32
         var watch: Int32
+        /// The input's delay line, in look-ahead plans.
+        var delayLine: UnsafeMutablePointer<DelayLine>?
     }
 
     struct Output {
@@ -16,9 +18,11 @@ struct MixPlan {
         var meterSlot: Int32
         var firstContribution: Int32
         var contributionCount: Int32
+        var delayed: Bool
     }
 
     var generation: UInt64
+    var lookaheadFrames: Int
     var isScheduled: Bool
     var startFrame: UInt32
     var inputCount: Int
@@ -31,8 +35,8 @@ struct MixPlan {
     var resets: UnsafeMutablePointer<Int32>
 
     /// Checks `description` against the engine's capacities and copies it into unmanaged memory.
-    static func make(_ description: MixPlanDescription, generation: UInt64,
-                     capacity: Engine.Configuration) throws(MixPlanError) -> UnsafeMutablePointer<MixPlan> {
+    static func make(_ description: MixPlanDescription, generation: UInt64, capacity: Engine.Configuration,
+                     delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:]) throws(MixPlanError) -> UnsafeMutablePointer<MixPlan> {
         if description.inputs.count > capacity.maxInputChannels {
             throw .tooManyInputs(description.inputs.count, capacity: capacity.maxInputChannels)
         }
@@ -69,13 +73,15 @@ struct MixPlan {
 
         for (i, input) in description.inputs.enumerated() {
             (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot,
-                                              watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1))
+                                              watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1,
+                                              delayLine: description.lookaheadFrames > 0 ? delayLines[input.meterSlot] : nil))
         }
         var next = 0
         for (o, output) in description.outputs.enumerated() {
             (outputs + o).initialize(to: Output(port: output.port.pointer, meterSlot: output.meterSlot,
                                                 firstContribution: Int32(next),
-                                                contributionCount: Int32(output.contributions.count)))
+                                                contributionCount: Int32(output.contributions.count),
+                                                delayed: output.delayed && description.lookaheadFrames > 0))
             for c in output.contributions {
                 var clamped = c
                 // A cell never boosts by more than +24 dB and never ramps in zero samples.
@@ -87,7 +93,7 @@ struct MixPlan {
         }
         for (r, slot) in description.resetSlots.enumerated() { (resets + r).initialize(to: slot) }
 
-        plan.initialize(to: MixPlan(generation: generation,
+        plan.initialize(to: MixPlan(generation: generation, lookaheadFrames: min(max(description.lookaheadFrames, 0), capacity.maxLookaheadFrames),
                                     isScheduled: description.startFrame != nil, startFrame: description.startFrame ?? 0,
                                     inputCount: description.inputs.count, inputs: inputs,
                                     outputCount: description.outputs.count, outputs: outputs,
@@ -104,5 +110,60 @@ struct MixPlan {
         plan.pointee.contributions.deallocate()
         plan.pointee.resets.deallocate()
         plan.deallocate()
+    }
+}
+
+/// One input's look-ahead delay: a ring of past samples and the block read back from it.
+///
+/// Ownership: made by `Engine.publish` on the control thread, one per input meter slot, the first
+/// time a look-ahead plan has that input; used by the process thread through the plans; freed
+/// with the engine. Only the process thread writes `writeIndex` and the samples.
+struct DelayLine {
+    var buffer: UnsafeMutablePointer<Float>
+    var capacity: Int
+    var writeIndex: Int
+    var out: UnsafeMutablePointer<Float>
+
+    static func make(capacity: Int, maxFrames: Int) -> UnsafeMutablePointer<DelayLine> {
+        let line = UnsafeMutablePointer<DelayLine>.allocate(capacity: 1)
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
+        buffer.initialize(repeating: 0, count: capacity)
+        let out = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
+        out.initialize(repeating: 0, count: maxFrames)
+        line.initialize(to: DelayLine(buffer: buffer, capacity: capacity, writeIndex: 0, out: out))
+        return line
+    }
+
+    static func destroy(_ line: UnsafeMutablePointer<DelayLine>) {
+        line.pointee.buffer.deallocate()
+        line.pointee.out.deallocate()
+        line.deallocate()
+    }
+
+    /// Writes `frames` new samples and reads back the `frames` samples written `delay` before
+    /// them into `out`. `delay + frames` must not exceed the capacity.
+    @_noLocks
+    static func process(_ line: UnsafeMutablePointer<DelayLine>, _ input: UnsafePointer<Float>, frames: Int, delay: Int) {
+        let capacity = line.pointee.capacity
+        let buffer = line.pointee.buffer
+        var w = line.pointee.writeIndex
+        var r = w &- delay
+        if r < 0 { r &+= capacity }
+        var f = 0
+        while f < frames {
+            buffer[w] = input[f]
+            w &+= 1
+            if w == capacity { w = 0 }
+            f &+= 1
+        }
+        let out = line.pointee.out
+        f = 0
+        while f < frames {
+            out[f] = buffer[r]
+            r &+= 1
+            if r == capacity { r = 0 }
+            f &+= 1
+        }
+        line.pointee.writeIndex = w
     }
 }

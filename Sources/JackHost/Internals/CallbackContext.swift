@@ -13,6 +13,8 @@ final class CallbackContext: @unchecked Sendable {
     let client: OpaquePointer
     /// Set when JACK says the server shut the client down: nothing more may be asked of it.
     let serverGone = Atomic<Bool>(false)
+    /// The ports whose latency this client reports, for the latency callback.
+    let latency = Mutex(LatencyPlan())
 
     init(client: OpaquePointer, handler: @escaping @Sendable (JackEvent) -> Void) {
         self.client = client
@@ -60,6 +62,47 @@ let sampleRateCallback: JackSampleRateCallback = { rate, arg in
 let xrunCallback: JackXRunCallback = { arg in
     CallbackContext.from(arg).handler(.xrun)
     return 0
+}
+
+/// Which input ports feed which output ports, and how many frames each output adds.
+struct LatencyPlan: Sendable {
+    var inputs: [UInt] = []                         // jack_port_t * bit patterns
+    var outputs: [(port: UInt, added: UInt32)] = []
+}
+
+/// Reports the router's latencies (jack_set_latency_callback): every output hears every input,
+/// some outputs (look-ahead routes) that many frames later.
+let latencyCallback: JackLatencyCallback = { mode, arg in
+    let plan = CallbackContext.from(arg).latency.withLock { $0 }
+    func port(_ bits: UInt) -> OpaquePointer { OpaquePointer(bitPattern: bits)! }
+    var range = jack_latency_range_t(min: 0, max: 0)
+    if mode == JackCaptureLatency {
+        // Outputs: the latest and earliest of the inputs' capture latencies, plus what each adds.
+        var low = UInt32.max, high: UInt32 = 0
+        for input in plan.inputs {
+            jack_port_get_latency_range(port(input), mode, &range)
+            low = min(low, range.min)
+            high = max(high, range.max)
+        }
+        if low == UInt32.max { low = 0 }
+        for output in plan.outputs {
+            var set = jack_latency_range_t(min: low + output.added, max: high + output.added)
+            jack_port_set_latency_range(port(output.port), mode, &set)
+        }
+    } else {
+        // Inputs: what lies downstream of every output, plus what each output adds.
+        var low = UInt32.max, high: UInt32 = 0
+        for output in plan.outputs {
+            jack_port_get_latency_range(port(output.port), mode, &range)
+            low = min(low, range.min + output.added)
+            high = max(high, range.max + output.added)
+        }
+        if low == UInt32.max { low = 0 }
+        for input in plan.inputs {
+            var set = jack_latency_range_t(min: low, max: high)
+            jack_port_set_latency_range(port(input), mode, &set)
+        }
+    }
 }
 
 let infoShutdownCallback: JackInfoShutdownCallback = { _, reason, arg in
