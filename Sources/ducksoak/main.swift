@@ -47,12 +47,17 @@ struct DuckSoak: ParsableCommand {
         let warmup = warmup ?? min(60, seconds / 6)
         let server = try JackServer(period: period)
         defer { server.stop() }
-        let source = try TestClient(name: "soaksrc", server: server.name, outputs: ["music_L", "music_R", "nav", "game_L", "game_R"])
+        let source = try TestClient(name: "soaksrc", server: server.name, outputs: ["music_L", "music_R", "nav", "game_L", "game_R", "voice"])
         let sink = try TestClient(name: "soaksink", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         defer { source.close(); sink.close() }
         for (output, frequency) in [(0, 440), (1, 440), (2, 880), (3, 220), (4, 220)] {
             source.setSignal(Signals.sine(frequency: frequency, amplitude: 0.25, sampleRate: server.sampleRate), output: output)
         }
+        // A voice that talks 0.4 s and pauses 0.8 s, over and over: the signal-activated app comes
+        // and goes all through the run, with the look-ahead route and its delay lines in use.
+        var noise = SplitMix(seed: 7)
+        let talk = Int(0.4 * Double(server.sampleRate)), pause = Int(0.8 * Double(server.sampleRate))
+        source.setSignal((0..<talk).map { _ in Float(noise.next(2001) - 1000) / 4000 } + [Float](repeating: 0, count: pause), output: 5)
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ducksoak-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -63,13 +68,15 @@ struct DuckSoak: ParsableCommand {
         try """
             {
               "routes": [
-                {"name": "speaker", "ports": ["soaksink:speaker_1", "soaksink:speaker_2"]},
+                {"name": "speaker", "ports": ["soaksink:speaker_1", "soaksink:speaker_2"], "lookahead": 20},
                 {"name": "headphones", "ports": ["soaksink:phones_1", "soaksink:phones_2"], "private": true}
               ],
               "apps": [
                 {"name": "music", "category": "playback", "remote": ["play", "pause"], "connect": ["soaksrc:music_[LR]"], "active": true},
                 {"name": "nav", "category": "playback", "options": ["duckOthers", "interruptSpokenAudioAndMixWithOthers"],
-                 "mode": "voicePrompt", "channels": 1, "connect": ["soaksrc:nav"]},
+                 "mode": "voicePrompt", "channels": 1, "connect": ["soaksrc:nav"], "unduckAfter": 500},
+                {"name": "voice", "category": "playback", "options": ["duckOthers", "mixWithOthers"], "channels": 1,
+                 "connect": ["soaksrc:voice"], "activation": "signal", "signal": {"hold": 300}},
                 {"name": "game", "category": "ambient", "connect": ["soaksrc:game_[LR]"], "active": true, "resume": "auto"}
               ],
               "osc": {"port": \(port)}
@@ -268,7 +275,13 @@ struct DuckSoak: ParsableCommand {
         case 9: return (OSCMessage(["/system/interruption/begin", "/system/interruption/end"][random.next(2)], [.string("call")]), .any)
         case 10: return (OSCMessage("/app/\(app)/volume"), .reply)
         case 11: return (OSCMessage("/route/select"), .reply)
-        case 12: return (OSCMessage("/app/music/activate"), .any)
+        case 12:
+            // Signal activation settings: changed, queried, or refused.
+            switch random.next(3) {
+            case 0: return (OSCMessage("/app/voice/activation", [.string("signal"), .float(-50 + 20 * unit), .float(20 * unit), .float(100 + 400 * unit)]), .reply)
+            case 1: return (OSCMessage("/app/voice/activation"), .reply)
+            default: return (OSCMessage("/app/voice/activation", [.string("signal"), .float(1 + unit)]), .error)
+            }
         // Invalid: unknown app, NaN, infinity, wrong type, out of range, unknown path, bad names.
         case 13: return (OSCMessage("/app/nosuch\(random.next(10))/volume", [.float(unit)]), .error)
         case 14: return (OSCMessage("/app/\(app)/volume", [.float(.nan)]), .error)

@@ -28,6 +28,54 @@ struct EngineTests {
             resetSlots: resets)
     }
 
+    @Test("a look-ahead output hears its input exactly that many frames late, across ring wraps and any cycle length; a plain output hears it at once")
+    func lookaheadDelay() throws {
+        var configuration = Engine.Configuration()
+        configuration.maxFrames = 512
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let input = buffers.make(512), delayedOut = buffers.make(512), plainOut = buffers.make(512)
+        var description = MixPlanDescription(
+            inputs: [.init(port: PortHandle(input), meterSlot: 0)],
+            outputs: [.init(port: PortHandle(delayedOut), meterSlot: 0, contributions: [MixContribution(input: 0, gainSlot: 0, target: 1, rampFrames: 1)]),
+                      .init(port: PortHandle(plainOut), meterSlot: 1, contributions: [MixContribution(input: 0, gainSlot: 1, target: 1, rampFrames: 1)])])
+        description.outputs[0].delayed = true
+        description.lookaheadFrames = 300
+        try engine.publish(description)
+        // A ramp 1, 2, 3… through cycles of uneven length: the ring (300 + 512 frames) wraps many times.
+        var sent: [Float] = [], heardDelayed: [Float] = [], heardPlain: [Float] = []
+        var next: Float = 1
+        for cycle in 0..<200 {
+            let frames = [512, 1, 37, 256, 300, 511][cycle % 6]
+            for f in 0..<frames { input[f] = next; next += 1 }
+            sent += (0..<frames).map { input[$0] }
+            engine.runCycle(frames: frames)
+            heardDelayed += (0..<frames).map { delayedOut[$0] }
+            heardPlain += (0..<frames).map { plainOut[$0] }
+        }
+        #expect(heardPlain == sent)
+        #expect(heardDelayed.prefix(300).allSatisfy { $0 == 0 }, "silence before the first input arrives")
+        #expect(Array(heardDelayed.dropFirst(300)) == Array(sent.dropLast(300)), "exactly 300 frames late")
+    }
+
+    @Test("level watches: each cycle's peak of a watch's channels is reported with the cycle's length")
+    func levelWatches() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(64, 0.25), b = buffers.make(64, -0.5), c = buffers.make(64, 0.9), out = buffers.make(64)
+        try engine.publish(MixPlanDescription(
+            inputs: [.init(port: PortHandle(a), meterSlot: 0, watch: 3), .init(port: PortHandle(b), meterSlot: 1, watch: 3),
+                     .init(port: PortHandle(c), meterSlot: 2)],
+            outputs: [.init(port: PortHandle(out), meterSlot: 0, contributions: [])]))
+        engine.runCycle(frames: 64)
+        engine.runCycle(frames: 32)
+        var readings: [Engine.LevelReading] = []
+        engine.collectLevels(into: &readings)
+        #expect(readings == [.init(watch: 3, peak: 0.5, frames: 64), .init(watch: 3, peak: 0.5, frames: 32)])
+        engine.collectLevels(into: &readings)
+        #expect(readings.isEmpty)
+    }
+
     @Test("a published plan mixes inputs into the output from the next cycle")
     func mixesAfterPublish() throws {
         let engine = Engine(portBuffer: Self.directBuffers)
