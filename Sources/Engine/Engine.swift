@@ -94,7 +94,7 @@ public final class Engine {
         guard core.pointee.inbox.hasRoom() else { return nil }
         if description.lookaheadFrames > 0 {
             let capacity = min(description.lookaheadFrames, configuration.maxLookaheadFrames) + configuration.maxFrames
-            for input in description.inputs where (delayLines[input.meterSlot]?.pointee.capacity ?? 0) < capacity {
+            for input in description.inputs where input.delayed && (delayLines[input.meterSlot]?.pointee.capacity ?? 0) < capacity {
                 // A longer delay than before: the old line may still be in a queued plan; it is
                 // kept until the engine goes.
                 if let old = delayLines[input.meterSlot] { outgrownDelayLines.append(old) }

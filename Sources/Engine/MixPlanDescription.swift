@@ -10,10 +10,13 @@ public struct MixPlanDescription: Sendable {
         public var meterSlot: Int32
         /// The level watch this channel's peak goes to each cycle (`Engine.collectLevels`), or -1.
         public var watch: Int32
-        public init(port: PortHandle, meterSlot: Int32, watch: Int32 = -1) {
+        /// Delayed outputs hear this channel `lookaheadFrames` late (others hear it at once).
+        public var delayed: Bool
+        public init(port: PortHandle, meterSlot: Int32, watch: Int32 = -1, delayed: Bool = false) {
             self.port = port
             self.meterSlot = meterSlot
             self.watch = watch
+            self.delayed = delayed
         }
     }
 
@@ -23,8 +26,8 @@ public struct MixPlanDescription: Sendable {
         public var meterSlot: Int32
         /// The contributions summed into this output; their `input` indexes `inputs`.
         public var contributions: [MixContribution]
-        /// Mixed from the inputs as they were `lookaheadFrames` ago (gains apply now): a look-ahead
-        /// route, whose ducks land before the voice that caused them is heard.
+        /// Mixed from the delayed inputs as they were `lookaheadFrames` ago (gains apply now): a
+        /// look-ahead route, whose ducks land before the voice that caused them is heard.
         public var delayed = false
         public init(port: PortHandle, meterSlot: Int32, contributions: [MixContribution]) {
             self.port = port

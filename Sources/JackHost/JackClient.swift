@@ -171,7 +171,7 @@ public final class JackClient {
     }
 
     /// What the latency callback reports (with `reportsLatency`): every output hears every input,
-    /// each output `added` frames later. JACK is asked to recompute its latencies.
+    /// each output up to `added` frames later. JACK is asked to recompute its latencies.
     public func setLatencies(inputs: [JackPort], outputs: [(port: JackPort, added: UInt32)]) {
         guard let context, let client else { return }
         let plan = LatencyPlan(inputs: inputs.map { UInt(bitPattern: $0.pointer) },

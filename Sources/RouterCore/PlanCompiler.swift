@@ -13,6 +13,8 @@ struct PlanCompiler {
         var key: Int32
         /// The level watch its peak goes to each cycle, or -1.
         var watch: Int32 = -1
+        /// Heard late on look-ahead routes.
+        var delayed = false
     }
 
     /// One output channel and what it should receive.
@@ -136,7 +138,7 @@ struct PlanCompiler {
 
         // Every current input and output is in the plan (outputs must be written every cycle, and
         // inputs are metered), plus any port a fading cell still needs.
-        var planInputs = inputs.map { MixPlanDescription.Input(port: $0.port, meterSlot: $0.key, watch: $0.watch) }
+        var planInputs = inputs.map { MixPlanDescription.Input(port: $0.port, meterSlot: $0.key, watch: $0.watch, delayed: $0.delayed) }
         var inputIndex: [Int32: Int32] = [:]
         for (i, input) in inputs.enumerated() { inputIndex[input.key] = Int32(i) }
         var planOutputs = outputs.map { MixPlanDescription.Output(port: $0.port, meterSlot: $0.key, contributions: []) }

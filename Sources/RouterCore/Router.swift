@@ -351,8 +351,8 @@ public final class Router: @unchecked Sendable {
         updateLatencies()
     }
 
-    /// Tells JACK (through the client's latency callback) that look-ahead routes hear every input
-    /// that many frames late, so latency-aware recorders line them up. Only with a look-ahead.
+    /// Tells JACK (through the client's latency callback) that look-ahead routes carry some inputs
+    /// (the voices) that many frames late, so latency-aware recorders know. Only with a look-ahead.
     /// Called whenever the router's ports change; a port leaves the plan before it is unregistered.
     private func updateLatencies(leavingOut gone: Set<JackPort> = []) {
         guard let client, let lookahead = routes.first(where: { $0.lookahead > 0 })?.lookahead else { return }
@@ -817,8 +817,9 @@ public final class Router: @unchecked Sendable {
     /// frees those no longer needed), and runs the level timer while any exists.
     private func updateWatches() {
         var changed = false
+        let sessions = Dictionary(policy.state.apps.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for index in apps.indices {
-            let session = policy.state.app(apps[index].name)
+            let session = sessions[apps[index].name]
             let wanted = session?.configuration.activation == .signal || apps[index].unduckAfter != nil
             if let signal = session?.signal, apps[index].detector != nil, apps[index].detector?.settings != signal {
                 apps[index].detector?.settings = signal
@@ -968,15 +969,20 @@ public final class Router: @unchecked Sendable {
             needsPublish = true
             return
         }
+        let sessions = Dictionary(policy.state.apps.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let inputs = apps.flatMap { app in
-            zip(app.ports, app.meterSlots).map { PlanCompiler.Input(port: $0.handle, key: $1, watch: app.watch ?? -1) }
+            // Look-ahead routes hear the voices late (the signal-activated apps, whose sound
+            // triggers ducks), everything else at once.
+            let delayed = sessions[app.name]?.configuration.activation == .signal
+            return zip(app.ports, app.meterSlots).map {
+                PlanCompiler.Input(port: $0.handle, key: $1, watch: app.watch ?? -1, delayed: delayed)
+            }
         } + zip(inputPorts, inputSlots).map { PlanCompiler.Input(port: $0.handle, key: $1) }
         var outputs: [PlanCompiler.Output] = []
         // Every app plays to the current route; a route change crossfades at the fade ramp.
         // multiRoute apps play to every available route at once, through their channel map.
         // A cell moves at the ramp of whatever changed: the app's (ducking has its own attack and
         // release), else the route's, else the default.
-        let sessions = Dictionary(policy.state.apps.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let available = Set(policy.state.availableRoutes)
         for (r, route) in routes.enumerated() {
             let defaultMaps = Dictionary(Set(apps.map(\.ports.count)).map {
@@ -1019,7 +1025,7 @@ public final class Router: @unchecked Sendable {
                                           now: engine.statistics.processedFrames,
                                           settleFrames: UInt64(2 * max(bufferSize, 1) + rampFramesMargin))
             result.plan.startFrame = startFrame
-            // Look-ahead routes mix every input as it was that long ago; gains apply at once.
+            // Look-ahead routes hear the voices as they were that long ago; gains apply at once.
             if let lookahead = routes.first(where: { $0.lookahead > 0 })?.lookahead {
                 result.plan.lookaheadFrames = Int(frames(milliseconds: lookahead))
                 let delayed = Set(routes.filter { $0.lookahead > 0 }.flatMap(\.meterSlots))

@@ -39,8 +39,8 @@ public struct Session: Equatable, Sendable {
         public var isPrivate: Bool = false
         /// The fallback route when nothing newer is available.
         public var isBuiltIn: Bool = false
-        /// Milliseconds this route hears every app late, while ducks apply at once: a duck caused
-        /// by a signal-activated voice lands before the voice is heard (broadcast talkover).
+        /// Milliseconds this route hears the signal-activated apps late (everything else at once,
+        /// ducks at once): the duck a voice causes lands before the voice is heard (talkover).
         public var lookahead: Double = 0
 
         public init(name: String, ports: [String], isPrivate: Bool = false, isBuiltIn: Bool = false) {

@@ -28,7 +28,7 @@ struct EngineTests {
             resetSlots: resets)
     }
 
-    @Test("a look-ahead output hears its input exactly that many frames late, across ring wraps and any cycle length; a plain output hears it at once")
+    @Test("a look-ahead output hears a delayed input exactly that many frames late, across ring wraps and any cycle length; a plain output hears it at once")
     func lookaheadDelay() throws {
         var configuration = Engine.Configuration()
         configuration.maxFrames = 512
@@ -36,7 +36,7 @@ struct EngineTests {
         let buffers = Buffers()
         let input = buffers.make(512), delayedOut = buffers.make(512), plainOut = buffers.make(512)
         var description = MixPlanDescription(
-            inputs: [.init(port: PortHandle(input), meterSlot: 0)],
+            inputs: [.init(port: PortHandle(input), meterSlot: 0, delayed: true)],
             outputs: [.init(port: PortHandle(delayedOut), meterSlot: 0, contributions: [MixContribution(input: 0, gainSlot: 0, target: 1, rampFrames: 1)]),
                       .init(port: PortHandle(plainOut), meterSlot: 1, contributions: [MixContribution(input: 0, gainSlot: 1, target: 1, rampFrames: 1)])])
         description.outputs[0].delayed = true

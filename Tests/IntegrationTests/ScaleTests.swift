@@ -12,7 +12,7 @@ import Testing
 /// work must not show in the process callback's own time (which is what would cause its xruns).
 @Suite("Scale", .serialized)
 struct ScaleTests {
-    @Test("256 stereo apps, 8 routes, register/unregister churn while audio runs: no allocation on the process thread, process time within budget")
+    @Test("256 stereo apps, 8 routes (one with a look-ahead), register/unregister churn while audio runs: no allocation on the process thread, process time within budget")
     func hundredsOfApps() throws {
         #expect(CAllocCounter_is_active() == 1, "the malloc counter is interposed")
         let server = try JackServer(period: 256)
@@ -28,10 +28,14 @@ struct ScaleTests {
         session.routes = (0..<8).map { r in
             Session.Route(name: "route\(r)", ports: ["sink:in_\(2 * r + 1)", "sink:in_\(2 * r + 2)"])
         }
+        // The first route has a look-ahead (a delay line per input) and one app in 16 is watched
+        // for signal activation, so those paths run under the allocation counter too.
+        session.routes[0].lookahead = 20
         session.apps = try (0..<256).map { a in
             var app = Session.App(name: String(format: "app%03d", a), category: .ambient,
                                   connect: [try PortPattern("source:[LR]")])
             app.startsActive = true
+            if a % 16 == 0 { app.activation = .signal }
             return app
         }
         let router = try Router(configuration: Router.Configuration(session: session, server: server.name))

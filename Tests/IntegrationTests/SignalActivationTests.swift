@@ -156,26 +156,34 @@ struct SignalActivationTests {
         #expect(rig.state("mic") == "listening")
     }
 
-    @Test("a 30 ms look-ahead on the route: everything is heard 30 ms late, and the duck caused by the voice is complete before the voice is heard")
+    @Test("a 30 ms look-ahead on the route: the voice is heard 30 ms late, the music at once, and the duck the voice causes is complete before the voice is heard")
     func lookahead() throws {
         var mic = Session.App(name: "mic", category: .playback, channelCount: 1, connect: [try PortPattern("source:mic")])
         mic.options = [.duckOthers, .mixWithOthers]
         mic.activation = .signal
         let rig = try SignalRig(apps: [mic], lookahead: 30)
-        // The delay itself: music starts during the take; it reaches the speaker 30 ms (1,440 frames) late.
+        // The delay: with the music silent and the mic audible, the voice reaches the speaker
+        // 30 ms (1,440 frames) after it entered; the music is not delayed at all.
         rig.play([0], on: "music_L")
-        Thread.sleep(forTimeInterval: 0.2)
+        try rig.router.setAppVolume("mic", position: 1)
+        rig.play(Self.voice([(0.2, 0)], lead: 0.3, tail: 1.5), on: "mic")
+        let voiceTake = rig.recorder.record(seconds: 2.0)
+        let said = try #require(Self.onset(voiceTake.channels[SignalRig.Channel.mic.rawValue]))
+        let heardVoice = try #require(Self.onset(voiceTake.channels[SignalRig.Channel.speaker1.rawValue], after: said))
+        #expect(heardVoice - said == 1440, "the voice heard \(heardVoice - said) frames late")
+        try rig.router.setAppVolume("mic", position: 0)
+        rig.play([0], on: "mic")
+        Thread.sleep(forTimeInterval: 0.7)
         rig.recorder.startRecording()
         Thread.sleep(forTimeInterval: 0.1)
         rig.play(Signals.sine(frequency: 1000, amplitude: 0.5, sampleRate: Self.rate), on: "music_L")
-        Thread.sleep(forTimeInterval: 0.4)
+        Thread.sleep(forTimeInterval: 0.3)
         let start = rig.recorder.stopRecording()
         let sent = try #require(Self.onset(start.channels[SignalRig.Channel.music.rawValue]))
         let heard = try #require(Self.onset(start.channels[SignalRig.Channel.speaker1.rawValue]))
-        #expect(heard - sent == 1440, "heard \(heard - sent) frames late")
-        // And JACK knows: the route's ports report 1,440 frames of capture latency, the others none.
-        #expect(rig.recorder.client.captureLatency(of: "duckrouter:speaker_out_1") == 1440...1440)
-        #expect(rig.recorder.client.captureLatency(of: "duckrouter:mic_in_1") == 0...0)
+        #expect(heard == sent, "music heard \(heard - sent) frames late")
+        // JACK knows: the route's ports carry 0 to 1,440 frames of capture latency.
+        #expect(rig.recorder.client.captureLatency(of: "duckrouter:speaker_out_1") == 0...1440)
 
         rig.play(Self.voice([(0.4, 0)], lead: 0.5, tail: 2), on: "mic")
         let take = rig.recorder.record(seconds: 2.6)
@@ -184,7 +192,7 @@ struct SignalActivationTests {
         let envelope = Self.envelope(take.channels[SignalRig.Channel.speaker1.rawValue])
         let startBlock = voiceStart / Self.block
         let full = envelope[(startBlock - 100)..<(startBlock - 2)].reduce(0, +) / 98
-        // The voice is heard 30 ms after it was sung; the duck (5 ms ramp) must be over by then.
+        // The voice is heard 30 ms after it was spoken; the duck (5 ms ramp) must be over by then.
         let duckBlock = try #require(envelope[startBlock...].firstIndex { $0 < full * Decibels.linear(-0.5) })
         let duckStart = Self.ms(duckBlock * Self.block - voiceStart)
         let fullyDucked = try #require(envelope[startBlock...].firstIndex { $0 < full * Decibels.linear(-11) })

@@ -77,7 +77,7 @@ struct MixPlan {
         for (i, input) in description.inputs.enumerated() {
             (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot,
                                               watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1,
-                                              delayLine: description.lookaheadFrames > 0 ? delayLines[input.meterSlot] : nil))
+                                              delayLine: description.lookaheadFrames > 0 && input.delayed ? delayLines[input.meterSlot] : nil))
         }
         var next = 0
         for (o, output) in description.outputs.enumerated() {

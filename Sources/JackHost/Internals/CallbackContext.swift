@@ -71,7 +71,8 @@ struct LatencyPlan: Sendable {
 }
 
 /// Reports the router's latencies (jack_set_latency_callback): every output hears every input,
-/// some outputs (look-ahead routes) that many frames later.
+/// some outputs (look-ahead routes) some of them up to that many frames later: their range
+/// widens by that much at the top.
 let latencyCallback: JackLatencyCallback = { mode, arg in
     let plan = CallbackContext.from(arg).latency.withLock { $0 }
     func port(_ bits: UInt) -> OpaquePointer { OpaquePointer(bitPattern: bits)! }
@@ -86,7 +87,7 @@ let latencyCallback: JackLatencyCallback = { mode, arg in
         }
         if low == UInt32.max { low = 0 }
         for output in plan.outputs {
-            var set = jack_latency_range_t(min: low + output.added, max: high + output.added)
+            var set = jack_latency_range_t(min: low, max: high + output.added)
             jack_port_set_latency_range(port(output.port), mode, &set)
         }
     } else {
@@ -94,7 +95,7 @@ let latencyCallback: JackLatencyCallback = { mode, arg in
         var low = UInt32.max, high: UInt32 = 0
         for output in plan.outputs {
             jack_port_get_latency_range(port(output.port), mode, &range)
-            low = min(low, range.min + output.added)
+            low = min(low, range.min)
             high = max(high, range.max + output.added)
         }
         if low == UInt32.max { low = 0 }
