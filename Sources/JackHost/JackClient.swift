@@ -171,13 +171,15 @@ public final class JackClient {
     }
 
     /// What the latency callback reports (with `reportsLatency`): every output hears every input,
-    /// each output up to `added` frames later. JACK is asked to recompute its latencies.
-    public func setLatencies(inputs: [JackPort], outputs: [(port: JackPort, added: UInt32)]) {
+    /// each output up to `added` frames later. With `recompute`, JACK is asked to recompute every
+    /// latency now (a server round trip that calls every client): only when what is added changes.
+    /// Ports coming and going need none: JACK recomputes when they are connected or disconnected.
+    public func setLatencies(inputs: [JackPort], outputs: [(port: JackPort, added: UInt32)], recompute: Bool = false) {
         guard let context, let client else { return }
         let plan = LatencyPlan(inputs: inputs.map { UInt(bitPattern: $0.pointer) },
                                outputs: outputs.map { (UInt(bitPattern: $0.port.pointer), $0.added) })
         context.takeUnretainedValue().latency.withLock { $0 = plan }
-        if isActive { jack_recompute_total_latencies(client) }
+        if recompute && isActive { jack_recompute_total_latencies(client) }
     }
 
     /// The capture latency range (frames) JACK reports for the port named `fullName`: how long

@@ -348,19 +348,23 @@ public final class Router: @unchecked Sendable {
         connectRoutes()
         connectInputs()
         for index in apps.indices { connectSources(ofApp: index) }
-        updateLatencies()
+        updateLatencies(recompute: true)
     }
 
     /// Tells JACK (through the client's latency callback) that look-ahead routes carry some inputs
     /// (the voices) that many frames late, so latency-aware recorders know. Only with a look-ahead.
     /// Called whenever the router's ports change; a port leaves the plan before it is unregistered.
-    private func updateLatencies(leavingOut gone: Set<JackPort> = []) {
+    ///
+    /// JACK is asked to recompute only with `recompute` (a new client): a server round trip that
+    /// calls every client, far too slow to make for every app that comes or goes (ports being
+    /// connected make JACK recompute anyway).
+    private func updateLatencies(leavingOut gone: Set<JackPort> = [], recompute: Bool = false) {
         guard let client, let lookahead = routes.first(where: { $0.lookahead > 0 })?.lookahead else { return }
         let added = UInt32(frames(milliseconds: lookahead))
         let inputs = (inputPorts + apps.flatMap(\.ports) + retiring.flatMap(\.ports)).filter { !gone.contains($0) }
         var outputs: [(port: JackPort, added: UInt32)] = routes.flatMap { route in route.ports.map { ($0, route.lookahead > 0 ? added : 0) } }
         outputs += (apps.flatMap(\.capturePorts) + retiring.flatMap(\.capturePorts)).filter { !gone.contains($0) }.map { ($0, 0) }
-        client.setLatencies(inputs: inputs, outputs: outputs)
+        client.setLatencies(inputs: inputs, outputs: outputs, recompute: recompute)
     }
 
     /// Forgets the client's ports (they died with it) and the engine's plans that point at them.

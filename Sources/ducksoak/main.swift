@@ -126,6 +126,8 @@ struct DuckSoak: ParsableCommand {
         var rss: [(time: Double, kB: Int)] = []
         var lastState: [String: Any] = [:]
         var stateChecks = 0
+        var stacksTaken = false
+        var stalls = ""
 
         let tick = 0.01
         let perTick = Double(rate) * tick
@@ -171,7 +173,16 @@ struct DuckSoak: ParsableCommand {
             if now >= nextSample {
                 nextSample += 1
                 if let kB = residentKB(pid) { rss.append((now, kB)) }
-                if let object = state() { lastState = object } else { fail("/state unanswered at \(Int(now)) s") }
+                if let object = state() {
+                    lastState = object
+                } else {
+                    fail("/state unanswered at \(Int(now)) s")
+                    if !stacksTaken {
+                        // The first stall: what every thread of the daemon is doing.
+                        stacksTaken = true
+                        stalls = threadStacks(pid)
+                    }
+                }
                 if let data = try? Data(contentsOf: stateFile) {
                     stateChecks += 1
                     if (try? JSONSerialization.jsonObject(with: data)) == nil { fail("the state file did not parse at \(Int(now)) s") }
@@ -250,6 +261,7 @@ struct DuckSoak: ParsableCommand {
                 try row.write(toFile: markdown, atomically: true, encoding: .utf8)
             }
         }
+        if !stalls.isEmpty { print("the daemon's threads at the first unanswered /state:\n" + stalls) }
         if !failures.isEmpty {
             print("duckrouter's log (last 40 lines):\n" + text(logFile).split(separator: "\n").suffix(40).joined(separator: "\n"))
             throw ExitCode(1)
