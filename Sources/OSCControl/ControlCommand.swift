@@ -82,7 +82,7 @@ public enum ControlCommand: Equatable, Sendable {
         case "unsubscribe" where parts.count == 1: command = .unsubscribe(url: try a.optionalURL())
         case "meters" where parts.count == 1:
             let rate = try a.optionalNumber("rate in Hz") ?? 20
-            guard rate >= 0 else { throw PolicyError(.badArgument, "/meters: rate: expected 0 (stop) to 20 Hz, got \(rate)") }
+            guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 20 means 20), got \(rate)") }
             command = .meters(url: try a.optionalURL(), rate: min(rate, 20))
         case "state" where parts.count == 1: command = .state
         default: throw unknown(message.path)
@@ -101,7 +101,7 @@ public enum ControlCommand: Equatable, Sendable {
             let (category, options, mode) = try categoryArguments(&a)
             let channels = try a.optionalInteger("channels")
             if let channels, !(1...32).contains(channels) {
-                throw PolicyError(.badArgument, "channels: expected 1 to 32, got \(channels)")
+                throw a.refusal("channels", "expected 1 to 32, got \(channels)")
             }
             return .change(.register(AppConfiguration(name: name, category: category, options: options, mode: mode)), channels: channels)
         }
@@ -160,13 +160,13 @@ public enum ControlCommand: Equatable, Sendable {
             var links: [ChannelLink] = []
             while !a.isAtEnd {
                 let channel = try a.number("app channel")
+                guard channel == channel.rounded(), channel >= 1, channel <= 1024 else {
+                    throw a.refusal("app channel", "expected a whole number from 1 to 1024, got \(channel)")
+                }
                 let target = try a.string("route:channel")
                 let parts = target.split(separator: ":", omittingEmptySubsequences: false)
-                guard channel == channel.rounded(), channel >= 1, channel <= 1024 else {
-                    throw PolicyError(.badArgument, "app channel: expected a channel number from 1, got \(channel)")
-                }
                 guard parts.count == 2, !parts[0].isEmpty, let routeChannel = Int(parts[1]), routeChannel >= 1 else {
-                    throw PolicyError(.badArgument, "expected 'route:channel' such as 'headphones:1', got \(Arguments.quote(target))")
+                    throw a.refusal("route:channel", "expected a route and a channel from 1, such as 'headphones:1', got \(Arguments.quote(target))")
                 }
                 links.append(ChannelLink(appChannel: Int(channel), route: String(parts[0]), routeChannel: routeChannel))
             }
@@ -265,22 +265,31 @@ struct Arguments {
         return values[next - 1]
     }
 
+    private static let aNumber = "a number (i, f, d or h)"
+    private static let aBoolean = "a boolean (T or F, or 0 or 1 as i, f, d or h)"
+    private static let aString = "a string (s or S)"
+
     private func wrongType(_ argument: OSCArgument, _ name: String, _ expected: String) -> PolicyError {
-        PolicyError(.badArgument, "argument \(next), \(name): expected \(expected), got type '\(argument.typeTag)'")
+        refusal(name, "expected \(expected), got type '\(argument.typeTag)'")
+    }
+
+    /// The error for the argument just read: "argument 2, category: <problem>".
+    func refusal(_ name: String, _ problem: String) -> PolicyError {
+        PolicyError(.badArgument, "argument \(next), \(name): \(problem)")
     }
 
     mutating func number(_ name: String, allowNegativeInfinity: Bool = false) throws(PolicyError) -> Double {
-        let argument = try take(name, expected: "a number (i, f or d)")
+        let argument = try take(name, expected: Self.aNumber)
         let value: Double
         switch argument {
         case let .int32(v): value = Double(v)
         case let .float(v): value = Double(v)
         case let .double(v): value = v
         case let .int64(v): value = Double(v)
-        default: throw wrongType(argument, name, "a number (i, f or d)")
+        default: throw wrongType(argument, name, Self.aNumber)
         }
         guard value.isFinite || (allowNegativeInfinity && value == -.infinity) else {
-            throw PolicyError(.badArgument, "argument \(next), \(name): expected a finite number, got \(value)")
+            throw refusal(name, "expected a finite number, got \(value)")
         }
         return value
     }
@@ -292,13 +301,13 @@ struct Arguments {
     mutating func optionalInteger(_ name: String) throws(PolicyError) -> Int? {
         guard let value = try optionalNumber(name) else { return nil }
         guard value == value.rounded(), abs(value) < 1e9 else {
-            throw PolicyError(.badArgument, "argument \(next), \(name): expected a whole number, got \(value)")
+            throw refusal(name, "expected a whole number, got \(value)")
         }
         return Int(value)
     }
 
     mutating func boolean(_ name: String) throws(PolicyError) -> Bool {
-        let argument = try take(name, expected: "a boolean (i or f 0/1, T or F)")
+        let argument = try take(name, expected: Self.aBoolean)
         switch argument {
         case .true: return true
         case .false: return false
@@ -306,9 +315,11 @@ struct Arguments {
         case let .int64(v) where v == 0 || v == 1: return v == 1
         case let .float(v) where v == 0 || v == 1: return v == 1
         case let .double(v) where v == 0 || v == 1: return v == 1
-        case .int32, .int64, .float, .double:
-            throw PolicyError(.badArgument, "argument \(next), \(name): expected 0 or 1, got \(argument)")
-        default: throw wrongType(argument, name, "a boolean (i or f 0/1, T or F)")
+        case let .int32(v): throw refusal(name, "expected 0 or 1, got \(v)")
+        case let .int64(v): throw refusal(name, "expected 0 or 1, got \(v)")
+        case let .float(v): throw refusal(name, "expected 0 or 1, got \(v)")
+        case let .double(v): throw refusal(name, "expected 0 or 1, got \(v)")
+        default: throw wrongType(argument, name, Self.aBoolean)
         }
     }
 
@@ -317,17 +328,17 @@ struct Arguments {
     }
 
     mutating func string(_ name: String) throws(PolicyError) -> String {
-        let argument = try take(name, expected: "a string")
+        let argument = try take(name, expected: Self.aString)
         switch argument {
         case let .string(v), let .symbol(v): return v
-        default: throw wrongType(argument, name, "a string (s)")
+        default: throw wrongType(argument, name, Self.aString)
         }
     }
 
     mutating func nonEmptyString(_ name: String) throws(PolicyError) -> String {
         let value = try string(name)
         guard !value.isEmpty, value.utf8.count <= 256 else {
-            throw PolicyError(.badArgument, "argument \(next), \(name): expected 1 to 256 bytes, got \(value.utf8.count)")
+            throw refusal(name, "expected 1 to 256 bytes, got \(value.utf8.count)")
         }
         return value
     }
