@@ -225,9 +225,7 @@ public final class ControlServer: @unchecked Sendable {
         }
         let changes = commands.filter { $0.command.isChange }
         if refused {
-            for (message, _) in changes {
-                sendError(to: peer, path: message.path, PolicyError(.general, "not applied: another message of its bundle was refused"))
-            }
+            for (message, _) in changes { sendError(to: peer, path: message.path, Self.notApplied) }
             return
         }
         for (message, command) in commands where !command.isChange {
@@ -287,14 +285,13 @@ public final class ControlServer: @unchecked Sendable {
             var culprit: Int?
             if case let .batch(index, _) = error { culprit = positions[index] }
             for (k, (message, _)) in changes.enumerated() {
-                if culprit == nil || culprit == k {
-                    sendError(to: peer, path: message.path, policyError(error))
-                } else {
-                    sendError(to: peer, path: message.path, PolicyError(.general, "not applied: another message of its bundle was refused"))
-                }
+                sendError(to: peer, path: message.path, culprit == nil || culprit == k ? policyError(error) : Self.notApplied)
             }
         }
     }
+
+    /// What the other messages of a bundle get when one of them is refused.
+    private static let notApplied = PolicyError(.general, "not applied: another message of its bundle was refused")
 
     private func authorize(_ command: ControlCommand, _ peer: OSCServer.Peer) throws(PolicyError) {
         guard let app = command.app, let owner = owners[app], owner != Owner(peer), !isAdmin(peer) else { return }
@@ -342,7 +339,7 @@ public final class ControlServer: @unchecked Sendable {
             let key = url.flatMap(OSCURL.init)?.description ?? peer.url
             subscribers.removeAll { target in
                 guard target.url == key else { return false }
-                if target.connection == nil { server.close(target.destination) }
+                release(target)
                 return true
             }
             return [.string(key)]
@@ -364,7 +361,7 @@ public final class ControlServer: @unchecked Sendable {
             }
             meterTargets.removeAll { target in
                 guard target.meterRate == 0 else { return false }
-                if target.connection == nil { server.close(target.destination) }
+                release(target)
                 return true
             }
             return [.float(Float(rate)), .string(key)]
@@ -387,7 +384,7 @@ public final class ControlServer: @unchecked Sendable {
             }
         case let .unregister(app):
             owners[app] = nil
-            if let target = notifyTargets.removeValue(forKey: app), target.connection == nil { server.close(target.destination) }
+            if let target = notifyTargets.removeValue(forKey: app) { release(target) }
         default:
             break
         }
@@ -419,7 +416,7 @@ public final class ControlServer: @unchecked Sendable {
     private func setNotify(app: String, url: String) throws(PolicyError) {
         try checkNotify(app: app, url: url)
         let replacement = url.isEmpty ? nil : try target(url: url)
-        if let old = notifyTargets.removeValue(forKey: app), old.connection == nil { server.close(old.destination) }
+        if let old = notifyTargets.removeValue(forKey: app) { release(old) }
         notifyTargets[app] = replacement
     }
 
@@ -535,6 +532,13 @@ public final class ControlServer: @unchecked Sendable {
         server.send(OSCCodec.encode(OSCMessage("/error", [.string(shownPath), .int32(error.code.rawValue), .string(message)])), to: peer)
     }
 
+    /// Lets a target go. A target made for an address has a socket of its own (UDP) or a connection
+    /// the router opened (TCP), closed here; one that rides on a peer's TCP connection leaves that
+    /// connection to the peer, who may still be using it.
+    private func release(_ target: Target) {
+        if target.connection == nil { server.close(target.destination) }
+    }
+
     /// Sends to a target, counting failures in a row; false once it has failed too often.
     private func send(_ bytes: [UInt8], to target: Target) -> Bool {
         if server.send(bytes, to: target.destination) {
@@ -559,14 +563,14 @@ public final class ControlServer: @unchecked Sendable {
                 if case let .udp(host, port)? = owners[app], target.url == OSCURL(transport: .udp, host: host, port: port).description {
                     owners[app] = nil
                 }
-                if target.connection == nil { server.close(target.destination) }
+                release(target)
             }
         }
         subscribers.removeAll { target in
             guard reached.insert(target.url).inserted else { return false }
             if send(bytes, to: target) { return false }
             logger.warning("dropping a subscriber after repeated failures", metadata: ["url": "\(target.url)"])
-            if target.connection == nil { server.close(target.destination) }
+            release(target)
             return true
         }
     }
@@ -641,7 +645,7 @@ public final class ControlServer: @unchecked Sendable {
             target.peaks.removeAll(keepingCapacity: true)
             if send(OSCCodec.encodeBundle(messages), to: target) { return false }
             logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
-            if target.connection == nil { server.close(target.destination) }
+            release(target)
             return true
         }
     }
