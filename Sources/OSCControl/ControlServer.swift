@@ -234,39 +234,48 @@ public final class ControlServer: @unchecked Sendable {
             }
         }
         guard !changes.isEmpty else { return }
+        // One reading of the state for the whole bundle, when it arrives (CommandResolver).
+        var resolver = CommandResolver(reading: { [router] in router.policyState })
+        var resolved: [(message: OSCMessage, command: ControlCommand)] = []
         var batch: [Router.Change] = []
         var positions: [Int] = []     // batch index → index in `changes`
-        do throws(PolicyError) {
-            for (k, change) in changes.enumerated() {
-                if let routerChange = try routerChange(for: change.command) {
-                    batch.append(routerChange)
+        for (k, (message, command)) in changes.enumerated() {
+            do throws(PolicyError) {
+                let next = try resolver.resolve(command)
+                if let change = next.change {
+                    batch.append(change)
                     positions.append(k)
-                } else if case let .setNotify(app, url) = change.command {
+                } else if case let .setNotify(app, url) = command {
                     try checkNotify(app: app, url: url)   // checked now, set once the batch applies
                 }
+                resolved.append((message, next.command))
+            } catch {
+                for (j, (message, _)) in changes.enumerated() {
+                    sendError(to: peer, path: message.path, j == k ? error : Self.notApplied)
+                }
+                return
             }
-        } catch {
-            for (message, _) in changes { sendError(to: peer, path: message.path, error) }
-            return
         }
         let indices = positions
+        let answered = resolved
         let finish: @Sendable (Result<[PolicyEffect], RouterError>) -> Void = { [weak self] result in
             guard let self else { return }
-            server.execute { [weak self] in self?.finishBundle(changes, positions: indices, result: result, peer: peer) }
+            server.execute { [weak self] in self?.finishBundle(answered, positions: indices, result: result, peer: peer) }
         }
         if timetag.isImmediate {
-            do throws(RouterError) { finishBundle(changes, positions: positions, result: .success(try router.perform(batch)), peer: peer) } catch {
-                finishBundle(changes, positions: positions, result: .failure(error), peer: peer)
+            do throws(RouterError) { finishBundle(resolved, positions: positions, result: .success(try router.perform(batch)), peer: peer) } catch {
+                finishBundle(resolved, positions: positions, result: .failure(error), peer: peer)
             }
         } else {
             do throws(RouterError) {
                 try router.perform(batch, atUnixTime: timetag.unixTime, completion: finish)
             } catch {
-                finishBundle(changes, positions: positions, result: .failure(error), peer: peer)
+                finishBundle(resolved, positions: positions, result: .failure(error), peer: peer)
             }
         }
     }
 
+    /// Answers a bundle's changes once it has applied (or was refused); `changes` are resolved.
     private func finishBundle(_ changes: [(message: OSCMessage, command: ControlCommand)], positions: [Int],
                               result: Result<[PolicyEffect], RouterError>, peer: OSCServer.Peer) {
         switch result {
@@ -300,26 +309,16 @@ public final class ControlServer: @unchecked Sendable {
 
     // MARK: Running commands
 
-    private func routerChange(for command: ControlCommand) throws(PolicyError) -> Router.Change? {
-        switch command {
-        case let .change(event, channels):
-            return Router.Change(event, channelCount: channels)
-        case let .systemVolume(volume):
-            guard let route = router.policyState.currentRoute else { throw PolicyError(.unknownRoute, "no route is available") }
-            return Router.Change(.setSystemVolume(route: route, volume))
-        default:
-            return nil
-        }
-    }
-
     private func run(_ command: ControlCommand, from peer: OSCServer.Peer) throws(PolicyError) -> [OSCArgument] {
         switch command {
         case .change, .systemVolume:
-            guard let change = try routerChange(for: command) else { return [] }
+            var resolver = CommandResolver(reading: { [router] in router.policyState })
+            let resolved = try resolver.resolve(command)
+            guard let change = resolved.change else { return [] }
             let effects: [PolicyEffect]
             do throws(RouterError) { effects = try router.perform([change]) } catch { throw policyError(error) }
-            afterChange(command, peer: peer)
-            return replyValues(command, effects: effects)
+            afterChange(resolved.command, peer: peer)
+            return replyValues(resolved.command, effects: effects)
         case let .setNotify(app, url):
             try setNotify(app: app, url: url)
             return [.string(url)]
@@ -422,12 +421,6 @@ public final class ControlServer: @unchecked Sendable {
 
     private func replyValues(_ command: ControlCommand, effects: [PolicyEffect]) -> [OSCArgument] {
         switch command {
-        case let .systemVolume(volume):
-            let route = router.policyState.currentRoute ?? ""
-            switch volume {
-            case let .position(p): return [.float(Float(p)), .string(route)]
-            case let .decibels(d): return [.float(Float(max(d, Double(Decibels.floor)))), .string(route)]
-            }
         case let .setNotify(_, url):
             return [.string(url)]
         case let .change(event, _):
@@ -437,6 +430,9 @@ public final class ControlServer: @unchecked Sendable {
                 return [.string(category.rawValue), .string(options.map(\.rawValue).sorted().joined(separator: ",")), .string(mode.rawValue)]
             case let .setAppVolume(_, .position(p)): return [.float(Float(p))]
             case let .setAppVolume(_, .decibels(d)): return [.float(Float(max(d, Double(Decibels.floor))))]
+            // The route the command was bound to when it arrived (CommandResolver), not today's.
+            case let .setSystemVolume(route, .position(p)): return [.float(Float(p)), .string(route)]
+            case let .setSystemVolume(route, .decibels(d)): return [.float(Float(max(d, Double(Decibels.floor)))), .string(route)]
             case let .setRemoteCommands(_, commands): return [.string(commands.map(\.rawValue).sorted().joined(separator: ","))]
             case let .setSilentSwitch(on): return [.int32(on ? 1 : 0)]
             case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)): return [.float(Float(v))]
