@@ -93,6 +93,7 @@ let package = Package(
 
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
+        .testTarget(name: "RouterCoreTests", dependencies: ["RouterCore", "Engine", "Policy", "SessionStore"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
         .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport"]),
         .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),

@@ -3,53 +3,81 @@ import Engine
 /// Turns "which input channel feeds which output channel at what gain" into engine plans, keeping
 /// each mix cell on the same gain slot for as long as it lives so ramps carry across plans.
 ///
+/// Owns: the mix cells and their gain slots. Must not touch: the engine, ports, the policy.
+/// `compile` changes nothing: it returns a draft, and only `commit` (called once the engine has
+/// taken the draft's plan) makes it the compiler's state, so a plan that is refused anywhere
+/// leaves every cell and slot as it was.
+///
 /// A cell that is no longer wanted is not dropped at once (that would be a step to silence): it
-/// stays in the plans with target 0 until its fade has certainly finished on the audio thread, then
-/// its slot is freed. New cells are marked for reset, so they ramp up from silence.
+/// stays in the plans with target 0 while it fades. Its slot is freed only after the audio thread
+/// has adopted the plan that started the fade (by plan generation, however long that plan waited
+/// behind a scheduled one) and the ramp has run out. New cells are marked for reset, so they ramp
+/// up from silence.
 struct PlanCompiler {
     /// One input channel, named by its stable meter slot.
     struct Input: Equatable {
         var port: PortHandle
-        var key: Int32
+        var meterSlot: Int32
         /// The level watch its peak goes to each cycle, or -1.
         var watch: Int32 = -1
         /// Heard late on look-ahead routes.
         var delayed = false
     }
 
+    /// What one input channel contributes to an output channel.
+    struct Feed: Equatable {
+        var input: Int32
+        var gain: Float
+        var rampFrames: Int32
+    }
+
     /// One output channel and what it should receive.
     struct Output: Equatable {
         var port: PortHandle
-        var key: Int32
-        /// (input key, linear gain, ramp length) triples. A gain of 0 fades the cell out over its
-        /// ramp and then frees it; the ramp applies when the gain differs from the cell's target.
-        var feeds: [(input: Int32, gain: Float, rampFrames: Int32)]
+        var meterSlot: Int32
+        /// A gain of 0 fades the cell out over its ramp and then frees it; the ramp applies when
+        /// the gain differs from the cell's target. Several feeds of one input add up.
+        var feeds: [Feed]
+        /// Mixed from the delayed inputs (a look-ahead route).
+        var delayed = false
+    }
 
-        static func == (a: Output, b: Output) -> Bool {
-            a.port == b.port && a.key == b.key && a.feeds.elementsEqual(b.feeds) { $0 == $1 }
+    /// A cell is one input heard on one output, on one path: on a look-ahead output an input is
+    /// heard either delayed or at once, and a change between the two crossfades two cells
+    /// instead of jumping in time.
+    fileprivate struct CellKey: Hashable, Comparable {
+        var output: Int32
+        var input: Int32
+        var delayed: Bool
+        static func < (a: CellKey, b: CellKey) -> Bool {
+            (a.output, a.input, a.delayed ? 1 : 0) < (b.output, b.input, b.delayed ? 1 : 0)
         }
     }
 
-    private struct CellKey: Hashable {
-        var input: Int32
-        var output: Int32
+    fileprivate enum Fade: Equatable {
+        /// The plan being drafted starts the fade.
+        case starting(rampFrames: Int32)
+        /// The plan of that generation started it; the audio thread may not have it yet.
+        case published(generation: UInt64, rampFrames: Int32)
+        /// Finished (with margin) once the audio thread has processed this many frames.
+        case endsAt(UInt64)
     }
 
-    private struct Cell {
+    fileprivate struct Cell {
         var gainSlot: Int32
         var inputPort: PortHandle
         var outputPort: PortHandle
-        /// When fading out: the processed-frame count after which the slot can be freed.
-        var dropAfter: UInt64?
+        /// nil while the cell is wanted.
+        var fade: Fade?
     }
 
     private var cells: [CellKey: Cell] = [:]
-    private var freeSlots: [Int32] = []
-    private var nextSlot: Int32 = 0
-    let slotCapacity: Int
+    private var gainSlots: SlotAllocator
+    /// Cells fading (so `noteAdoption` has nothing to look at when there are none).
+    private var fadingCount = 0
 
     init(slotCapacity: Int) {
-        self.slotCapacity = slotCapacity
+        gainSlots = SlotAllocator(capacity: slotCapacity)
     }
 
     enum CompileError: Error, Equatable, CustomStringConvertible {
@@ -61,105 +89,170 @@ struct PlanCompiler {
         }
     }
 
-    /// The result of one compilation.
-    struct Result {
+    /// A compiled plan and the compiler state that goes with it, not yet in force.
+    struct Draft {
         var plan: MixPlanDescription
-        /// The earliest processed-frame count at which a recompilation would free a fading cell.
-        var nextDrop: UInt64?
         /// Cells alive (audible or fading) in this plan.
         var cellCount: Int
+        fileprivate var cells: [CellKey: Cell]
+        fileprivate var gainSlots: SlotAllocator
     }
 
-    /// Whether any cell (audible or fading) still reads the input with this key.
-    func hasCells(input key: Int32) -> Bool {
-        cells.keys.contains { $0.input == key }
+    /// Cells alive (audible or fading) in the last committed plan.
+    var cellCount: Int { cells.count }
+
+    /// Input meter slots and output meter slots that some cell of the committed plan uses.
+    func slotsInUse() -> (inputs: Set<Int32>, outputs: Set<Int32>) {
+        var inputs = Set<Int32>(), outputs = Set<Int32>()
+        for key in cells.keys {
+            inputs.insert(key.input)
+            outputs.insert(key.output)
+        }
+        return (inputs, outputs)
     }
 
-    /// Whether any cell (audible or fading) still writes the output with this key.
-    func hasCells(output key: Int32) -> Bool {
-        cells.keys.contains { $0.output == key }
-    }
-
-    /// Builds the next plan.
+    /// Builds the next plan without changing anything.
     /// - Parameters:
-    ///   - now: frames the audio thread has processed so far.
     ///   - rampFrames: the ramp of cells whose feed is gone altogether (a removed app or route).
-    ///   - settleFrames: extra frames to wait before freeing a faded cell (covers the plan's
-    ///     adoption delay: at least two periods).
-    mutating func compile(inputs: [Input], outputs: [Output], rampFrames: Int32,
-                          now: UInt64, settleFrames: UInt64) throws(CompileError) -> Result {
+    ///   - now: frames the audio thread has processed so far (fades that ended by then are freed).
+    func compile(inputs: [Input], outputs: [Output], rampFrames: Int32, now: UInt64) throws(CompileError) -> Draft {
+        var cells = self.cells
+        var gainSlots = self.gainSlots
+        let delayedInput = Dictionary(inputs.map { ($0.meterSlot, $0.delayed) }, uniquingKeysWith: { a, _ in a })
+        let inputPorts = Dictionary(inputs.map { ($0.meterSlot, $0.port) }, uniquingKeysWith: { a, _ in a })
         var wanted: [CellKey: Float] = [:]
         var ramps: [CellKey: Int32] = [:]
+        var outputPorts: [Int32: PortHandle] = [:]
+        var delayedOutput: [Int32: Bool] = [:]
         for output in outputs {
+            outputPorts[output.meterSlot] = output.port
+            delayedOutput[output.meterSlot] = output.delayed
             for feed in output.feeds {
-                let key = CellKey(input: feed.input, output: output.key)
+                let key = CellKey(output: output.meterSlot, input: feed.input,
+                                  delayed: output.delayed && delayedInput[feed.input] == true)
                 ramps[key] = max(ramps[key] ?? 1, feed.rampFrames, 1)
                 if feed.gain > 0 { wanted[key, default: 0] += feed.gain }
             }
         }
 
         var resets: [Int32] = []
-        for key in wanted.keys.sorted(by: { ($0.output, $0.input) < ($1.output, $1.input) }) {
-            if var cell = cells[key] {
-                cell.dropAfter = nil
-                cells[key] = cell
+        for key in wanted.keys.sorted() {
+            if cells[key] != nil {
+                // The ports may be new ones (the client was opened again).
+                cells[key]!.fade = nil
+                cells[key]!.inputPort = inputPorts[key.input]!
+                cells[key]!.outputPort = outputPorts[key.output]!
                 continue
             }
-            let slot: Int32
-            if let reused = freeSlots.popLast() {
-                slot = reused
-            } else if Int(nextSlot) < slotCapacity {
-                slot = nextSlot
-                nextSlot += 1
-            } else {
-                throw .outOfGainSlots(capacity: slotCapacity)
-            }
-            let inputPort = inputs.first { $0.key == key.input }!.port
-            let outputPort = outputs.first { $0.key == key.output }!.port
-            cells[key] = Cell(gainSlot: slot, inputPort: inputPort, outputPort: outputPort, dropAfter: nil)
+            guard let slot = gainSlots.take() else { throw .outOfGainSlots(capacity: gainSlots.capacity) }
+            cells[key] = Cell(gainSlot: slot, inputPort: inputPorts[key.input]!, outputPort: outputPorts[key.output]!)
             resets.append(slot)
         }
 
-        var nextDrop: UInt64?
-        for (key, var cell) in cells where wanted[key] == nil {
-            if let dropAfter = cell.dropAfter {
-                if now >= dropAfter {
-                    cells[key] = nil
-                    freeSlots.append(cell.gainSlot)
-                    continue
-                }
-                nextDrop = min(nextDrop ?? dropAfter, dropAfter)
-            } else {
-                cell.dropAfter = now + UInt64(ramps[key] ?? max(rampFrames, 1)) + settleFrames
-                cells[key] = cell
-                nextDrop = min(nextDrop ?? cell.dropAfter!, cell.dropAfter!)
+        for (key, cell) in cells where wanted[key] == nil {
+            switch cell.fade {
+            case nil:
+                cells[key]!.fade = .starting(rampFrames: ramps[key] ?? max(rampFrames, 1))
+            case let .endsAt(frame) where now >= frame:
+                cells[key] = nil
+                gainSlots.give(cell.gainSlot)
+            default:
+                break
             }
         }
 
         // Every current input and output is in the plan (outputs must be written every cycle, and
-        // inputs are metered), plus any port a fading cell still needs.
-        var planInputs = inputs.map { MixPlanDescription.Input(port: $0.port, meterSlot: $0.key, watch: $0.watch, delayed: $0.delayed) }
-        var inputIndex: [Int32: Int32] = [:]
-        for (i, input) in inputs.enumerated() { inputIndex[input.key] = Int32(i) }
-        var planOutputs = outputs.map { MixPlanDescription.Output(port: $0.port, meterSlot: $0.key, contributions: []) }
+        // inputs are metered), plus any input path or port a fading cell still needs.
+        var planInputs = inputs.map { MixPlanDescription.Input(port: $0.port, meterSlot: $0.meterSlot, watch: $0.watch, delayed: $0.delayed) }
+        var inputIndex: [InputPath: Int32] = [:]
+        for (i, input) in inputs.enumerated() where inputIndex[InputPath(slot: input.meterSlot, delayed: input.delayed)] == nil {
+            inputIndex[InputPath(slot: input.meterSlot, delayed: input.delayed)] = Int32(i)
+        }
+        var planOutputs = outputs.map { output in
+            var o = MixPlanDescription.Output(port: output.port, meterSlot: output.meterSlot, contributions: [])
+            o.delayed = output.delayed
+            return o
+        }
         var outputIndex: [Int32: Int] = [:]
-        for (o, output) in outputs.enumerated() { outputIndex[output.key] = o }
+        for (o, output) in outputs.enumerated() { outputIndex[output.meterSlot] = o }
 
-        for key in cells.keys.sorted(by: { ($0.output, $0.input) < ($1.output, $1.input) }) {
+        for key in cells.keys.sorted() {
             let cell = cells[key]!
-            if inputIndex[key.input] == nil {
-                inputIndex[key.input] = Int32(planInputs.count)
-                planInputs.append(.init(port: cell.inputPort, meterSlot: key.input))
+            // An undelayed cell on a look-ahead output reads the input's undelayed path, and the
+            // other way round; the input's current path serves both where it matches.
+            let onDelayedOutput = delayedOutput[key.output] ?? key.delayed
+            let path = InputPath(slot: key.input, delayed: onDelayedOutput ? key.delayed : (delayedInput[key.input] ?? false))
+            if inputIndex[path] == nil {
+                inputIndex[path] = Int32(planInputs.count)
+                planInputs.append(.init(port: cell.inputPort, meterSlot: key.input, delayed: path.delayed))
             }
             if outputIndex[key.output] == nil {
                 outputIndex[key.output] = planOutputs.count
-                planOutputs.append(.init(port: cell.outputPort, meterSlot: key.output, contributions: []))
+                var output = MixPlanDescription.Output(port: cell.outputPort, meterSlot: key.output, contributions: [])
+                output.delayed = key.delayed
+                planOutputs.append(output)
+            }
+            let ramp: Int32 = switch cell.fade {
+            case let .starting(frames)?, let .published(_, frames)?: frames
+            default: ramps[key] ?? max(rampFrames, 1)
             }
             planOutputs[outputIndex[key.output]!].contributions.append(
-                MixContribution(input: inputIndex[key.input]!, gainSlot: cell.gainSlot,
-                                target: wanted[key] ?? 0, rampFrames: ramps[key] ?? max(rampFrames, 1)))
+                MixContribution(input: inputIndex[path]!, gainSlot: cell.gainSlot, target: wanted[key] ?? 0, rampFrames: ramp))
         }
-        return Result(plan: MixPlanDescription(inputs: planInputs, outputs: planOutputs, resetSlots: resets),
-                      nextDrop: nextDrop, cellCount: cells.count)
+        return Draft(plan: MixPlanDescription(inputs: planInputs, outputs: planOutputs, resetSlots: resets),
+                     cellCount: cells.count, cells: cells, gainSlots: gainSlots)
     }
+
+    /// Makes a draft the compiler's state: the engine has taken its plan as `generation`.
+    mutating func commit(_ draft: Draft, generation: UInt64) {
+        cells = draft.cells
+        gainSlots = draft.gainSlots
+        fadingCount = 0
+        for (key, cell) in cells where cell.fade != nil {
+            fadingCount += 1
+            if case let .starting(frames)? = cell.fade { cells[key]!.fade = .published(generation: generation, rampFrames: frames) }
+        }
+    }
+
+    /// Drops every fading cell and frees its slot: only when the engine has dropped every plan
+    /// and silenced the cells whose target was 0 (a lost client).
+    mutating func forgetFades() {
+        for (key, cell) in cells where cell.fade != nil {
+            cells[key] = nil
+            gainSlots.give(cell.gainSlot)
+        }
+        fadingCount = 0
+    }
+
+    /// Starts the clock on fades whose plan the audio thread has adopted. Returns the processed-
+    /// frame count at which the earliest fade will have finished (a recompilation then frees
+    /// it), or nil when no fade is running or waiting.
+    /// - Parameters:
+    ///   - processedFrames: read after `adopted`; the adoption happened at most one period before
+    ///     it, and the plan that frees the cell takes effect at a later cycle start, so
+    ///     `marginFrames` (two periods) covers both.
+    mutating func noteAdoption(adopted: UInt64, processedFrames: UInt64, marginFrames: UInt64) -> UInt64? {
+        guard fadingCount > 0 else { return nil }
+        var earliest: UInt64?
+        for (key, cell) in cells {
+            switch cell.fade {
+            case let .published(generation, frames)? where adopted >= generation:
+                let end = processedFrames + UInt64(max(frames, 1)) + marginFrames
+                cells[key]!.fade = .endsAt(end)
+                earliest = min(earliest ?? end, end)
+            case let .endsAt(end)?:
+                earliest = min(earliest ?? end, end)
+            default:
+                break
+            }
+        }
+        return earliest
+    }
+
+}
+
+/// One input channel as a plan reads it: at once, or through its delay line.
+private struct InputPath: Hashable {
+    var slot: Int32
+    var delayed: Bool
 }

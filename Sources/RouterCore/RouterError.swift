@@ -30,3 +30,20 @@ public enum RouterError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension RouterError {
+    /// A policy refusal of change `index` of `count`: the change's own error when it came alone,
+    /// `.batch` naming it otherwise.
+    static func refusal(_ error: PolicyError, change index: Int, of count: Int) -> RouterError {
+        count == 1 ? .policy(error) : .batch(index: index, error)
+    }
+
+    /// Any error met while changing ports or plans, as a router error.
+    init(_ error: any Error) {
+        switch error {
+        case let error as RouterError: self = error
+        case let error as JackError: self = .jack(error)
+        default: self = .capacity("\(error)")
+        }
+    }
+}

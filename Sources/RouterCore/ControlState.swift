@@ -1,0 +1,71 @@
+import JackHost
+import SessionStore
+
+/// The records the control queue keeps of each app, route and the input route: their ports, meter
+/// slots, patchbay rules and the gains the policy wants heard. Plain values, so a change
+/// transaction can keep a copy and put it back.
+///
+/// Owned by `PortInventory`; read by the matrix, the patchbay, diagnostics and persistence.
+/// Control queue only.
+struct AppState {
+    var name: String
+    var channelCount: Int
+    /// `<app>_in_<n>`; empty while the JACK server is away (registered again when it is back).
+    var ports: [JackPort] = []
+    var meterSlots: [Int32]
+    /// Recording apps: `<app>_capture_<n>`, one per input channel, fed from the input route.
+    /// Slots are kept while the server is away; the ports are registered again with the app's.
+    var capturePorts: [JackPort] = []
+    var captureSlots: [Int32] = []
+    var connect: [PortPattern]
+    /// Only `connect` sources may feed it: other connections are removed.
+    var exclusive = false
+    /// Linear gain the policy wants (volume, ducking and audibility together).
+    var gain: Float = 0
+    /// The ramp of the latest gain change, until a plan carrying it is published.
+    var pendingRamp: Int32?
+    /// The silence after which an active ducking app releases its duck (ms).
+    var unduckAfter: Double?
+}
+
+struct RouteState {
+    var name: String
+    var channelCount: Int
+    /// `<route>_out_<n>`; empty while the JACK server is away.
+    var ports: [JackPort] = []
+    var meterSlots: [Int32]
+    var destinations: [String]
+    /// The route's system volume, linear.
+    var gain: Float
+    var pendingRamp: Int32?
+    /// Whether every destination port exists in the JACK graph (a route without destination
+    /// ports always is). The route is available while present and enabled.
+    var present = true
+    /// What `/route/<route>/available` last said (for devices JACK cannot see); default yes.
+    var enabled = true
+    /// Milliseconds this route hears its inputs late (look-ahead for talkover), 0: none.
+    var lookahead: Double = 0
+}
+
+/// The input route (DESIGN.md §2): `input_<n>`, fed by the session's `input.ports`.
+struct InputRoute {
+    var sources: [String] = []
+    var ports: [JackPort] = []
+    var slots: [Int32] = []
+}
+
+/// An unregistered app whose ports stay until its fade has finished and no plan the audio
+/// thread may still use reads them.
+struct RetiringApp {
+    var name: String
+    /// The app channel its first port carries: 0 for a removed app, more for the channels an
+    /// app dropped when it was registered again with fewer (`<app>_in_<firstChannel + 1>`…).
+    var firstChannel = 0
+    /// Empty once the server that had them went away.
+    var ports: [JackPort]
+    var meterSlots: [Int32]
+    var capturePorts: [JackPort] = []
+    var captureSlots: [Int32] = []
+    /// The first published plan without any of its cells.
+    var clearedInPlan: UInt64?
+}

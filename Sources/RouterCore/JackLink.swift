@@ -1,0 +1,132 @@
+import Dispatch
+import Foundation
+import JackHost
+
+/// The router's link to the JACK server: opening a client, telling events of the current client
+/// from those of one closed since, losing the server, and joining it again with backoff.
+///
+/// Owns: the client, its epoch, the reconnect schedule and its counters. Must not touch: ports,
+/// plans or the policy (the router attaches a client it is handed). Control queue only, except
+/// `jack_client_open`, which runs on the `connector` queue with nothing but the immutable
+/// `Parameters`, so a slow server never holds the control queue and no control state is read
+/// off it.
+final class JackLink: @unchecked Sendable {
+    // @unchecked: every mutable field is touched only on the control queue `queue`; the
+    // connector queue reads only `parameters` (immutable) through values captured before it runs.
+    /// What opening a client needs, fixed at start (routes cannot change without a restart).
+    struct Parameters: Sendable {
+        var clientName: String
+        var server: String?
+        /// Whether some route has a look-ahead, so the client reports its own latencies.
+        var reportsLatency: Bool
+        var reconnectDelays: (first: Double, maximum: Double)
+    }
+
+    /// Receives a JACK event and the epoch of the client that sent it, on the control queue.
+    typealias EventSink = @Sendable (JackEvent, Int) -> Void
+
+    let parameters: Parameters
+    private let queue: DispatchQueue
+    private let connector = DispatchQueue(label: "duckrouter.reconnect")
+    /// The JACK client; nil while the server is away.
+    private(set) var client: JackClient?
+    /// The epoch of `client`; every client opened gets the next one.
+    private var epoch = 0
+    private var lastEpoch = 0
+    private(set) var disconnectedSince: Date?
+    private(set) var reconnects = 0
+    private(set) var attempts = 0
+    private var reconnectScheduled = false
+
+    init(parameters: Parameters, queue: DispatchQueue) {
+        self.parameters = parameters
+        self.queue = queue
+    }
+
+    /// Opens a client now, on the calling thread (at start, before anything else runs).
+    func open(events: @escaping EventSink) throws(JackError) -> (client: JackClient, epoch: Int) {
+        lastEpoch += 1
+        let epoch = lastEpoch
+        return (try Self.open(parameters, epoch: epoch, events: events), epoch)
+    }
+
+    private static func open(_ parameters: Parameters, epoch: Int, events: @escaping EventSink) throws(JackError) -> JackClient {
+        try JackClient(name: parameters.clientName, server: parameters.server, reportsLatency: parameters.reportsLatency,
+                       events: { event in events(event, epoch) })
+    }
+
+    /// The router runs on `client` from now on.
+    func adopt(_ client: JackClient, epoch: Int) {
+        self.client = client
+        self.epoch = epoch
+    }
+
+    /// Whether an event of that epoch comes from the current client.
+    func isCurrent(epoch: Int) -> Bool { client != nil && epoch == self.epoch }
+
+    /// The server went away: closes the client and starts counting the time away.
+    func lose() {
+        client?.close()
+        client = nil
+        disconnectedSince = Date()
+        attempts = 0
+    }
+
+    /// Forgets the client without counting a loss (stop, or a failed start on it).
+    func drop() {
+        client?.close()
+        client = nil
+    }
+
+    /// Tries to open a client again after the next backoff delay (doubling from the first to the
+    /// maximum). `completion` runs on the control queue with the outcome; it does not run when
+    /// `stillWanted()` says no by then.
+    func scheduleReconnect(events: @escaping EventSink, stillWanted: @escaping () -> Bool,
+                           completion: @escaping (Result<(client: JackClient, epoch: Int), JackError>) -> Void) {
+        guard client == nil, !reconnectScheduled else { return }
+        reconnectScheduled = true
+        let delays = parameters.reconnectDelays
+        let delay = min(delays.first * pow(2, Double(min(attempts, 16))), delays.maximum)
+        attempts += 1
+        let parameters = self.parameters
+        let queue = self.queue
+        let send = Handover((stillWanted, completion))
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self else { return }
+            reconnectScheduled = false
+            guard client == nil, send.value.0() else { return }
+            lastEpoch += 1
+            let epoch = lastEpoch
+            connector.async {
+                let outcome: Result<JackClient, JackError>
+                do throws(JackError) { outcome = .success(try Self.open(parameters, epoch: epoch, events: events)) } catch {
+                    outcome = .failure(error)
+                }
+                let handover = Handover(outcome)
+                queue.async { [weak self] in
+                    guard let self, client == nil, send.value.0() else {
+                        if case let .success(opened) = handover.value { opened.close() }
+                        return
+                    }
+                    send.value.1(handover.value.map { ($0, epoch) })
+                }
+            }
+        }
+    }
+
+    /// The router runs again on a new client: returns how long the server was away, in seconds.
+    func noteReconnected() -> Double {
+        let away = disconnectedSince.map { Date().timeIntervalSince($0) } ?? 0
+        disconnectedSince = nil
+        reconnects += 1
+        return away
+    }
+}
+
+/// Carries a value made on one queue to another that takes it over (a JACK client opened on the
+/// connector queue, used only on the control queue from then on; closures that run only on the
+/// control queue). Safe because the sender never touches the value after handing it over.
+final class Handover<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

@@ -1,0 +1,267 @@
+import Engine
+import Foundation
+import JackHost
+import Policy
+import SessionStore
+
+/// How a change goes through the control plane, as one transaction: checked on a copy of the
+/// policy (`ChangeTransaction`), ports registered, the policy committed, its effects carried out,
+/// and the plan published. If ports cannot be had or the plan cannot be built, everything goes
+/// back as it was (ports registered meanwhile are unregistered; ports taken back from a fading
+/// app stay where the live plan reads them) and the change is refused. Notifications and save
+/// requests go out only once the change stands.
+///
+/// Owns no state of its own. Control queue only.
+extension Router {
+    var rampFrames: Int32 { frames(milliseconds: rampMilliseconds) }
+
+    /// The look-ahead of the routes that have one, in frames (0: none).
+    var lookaheadFrames: Int {
+        inventory.routes.first { $0.lookahead > 0 }.map { Int(frames(milliseconds: $0.lookahead)) } ?? 0
+    }
+
+    func frames(milliseconds: Double) -> Int32 {
+        Int32(max(1, min((milliseconds * Double(sampleRate) / 1000).rounded(), Double(Int32.max / 2))))
+    }
+
+    func performOnQueue(_ changes: [Change], connect: [PortPattern] = [],
+                        startFrame: UInt32? = nil, fromGraph: Bool = false) throws(RouterError) -> [PolicyEffect] {
+        guard !stopped else { throw .stopped }
+        let transaction = try ChangeTransaction(changes, policy: policy, inventory: inventory,
+                                                defaultChannelCount: defaultChannelCount, fromGraph: fromGraph)
+        // A scheduled plan carries everything before it: changes still being coalesced go out
+        // now, in a plan of their own, or they would wait for the scheduled frame.
+        if startFrame != nil && publisher.needsPublish { republish() }
+        let before = (inventory: inventory, policy: policy, currentRoute: currentRoute, signals: signals)
+        func rollBack() {
+            for port in inventory.registeredSince { link.client?.unregister(port) }
+            (inventory, policy, currentRoute, signals) = before
+        }
+        inventory.beginJournal()
+        // Effects in order, so an app removed and registered again in one batch hands its ports
+        // over. Ports first: if JACK refuses them, the policy keeps its old state and no new port
+        // stays.
+        policy = transaction.policy
+        for (r, flag) in transaction.enabled { inventory.routes[r].enabled = flag }
+        do {
+            for effect in transaction.effects {
+                guard case let .appAdded(configuration) = effect else {
+                    apply(effect)
+                    continue
+                }
+                let channels = transaction.additions.first { $0.name == configuration.name }?.channels ?? defaultChannelCount
+                try inventory.addApp(configuration.name, channelCount: channels, connect: connect, on: link.client,
+                                     records: configuration.category.recordsInput)
+            }
+        } catch {
+            rollBack()
+            throw RouterError(error)
+        }
+        updateWatches()
+        do {
+            if startFrame != nil {
+                try publish(startFrame: startFrame)
+            } else if coalescing {
+                publisher.needsPublish = true
+            } else {
+                try publish()
+            }
+        } catch {
+            rollBack()
+            updateWatches()
+            throw error
+        }
+        // The change stands: connections, notifications, saves.
+        if let client = link.client {
+            for addition in transaction.additions {
+                if let index = inventory.appIndex(addition.name) { patchbay.connectSources(of: inventory.apps[index], on: client) }
+            }
+        }
+        if transaction.effects.contains(where: { if case .appAdded = $0 { true } else if case .appRemoved = $0 { true } else { false } }) {
+            updateLatencies()
+        }
+        for effect in transaction.effects { announce(effect) }
+        return transaction.effects
+    }
+
+    /// What an effect changes in the control state (before the plan is published).
+    private func apply(_ effect: PolicyEffect) {
+        switch effect {
+        case .notify, .save, .appAdded, .channelMap:
+            break
+        case let .appChanged(configuration):
+            // An app that now records gets capture outputs (kept until it is removed).
+            guard configuration.category.recordsInput, let client = link.client,
+                  let index = inventory.appIndex(configuration.name) else { return }
+            do {
+                try inventory.addCapturePorts(toApp: index, on: client)
+            } catch {
+                logger.error("'\(configuration.name)' gets no capture ports: \(error)")
+            }
+        case let .appRemoved(name):
+            inventory.retire(name)
+        case let .appGain(name, gain, milliseconds):
+            guard let index = inventory.appIndex(name) else { return }
+            inventory.apps[index].gain = gain
+            inventory.apps[index].pendingRamp = frames(milliseconds: milliseconds)
+        case let .systemVolume(route, gain, milliseconds):
+            guard let index = inventory.routeIndex(route) else { return }
+            inventory.routes[index].gain = gain
+            inventory.routes[index].pendingRamp = frames(milliseconds: milliseconds)
+        case let .currentRoute(name, milliseconds):
+            currentRoute = name.flatMap(inventory.routeIndex)
+            for index in inventory.apps.indices { inventory.apps[index].pendingRamp = frames(milliseconds: milliseconds) }
+        }
+    }
+
+    /// What an effect tells the world, once the change stands.
+    private func announce(_ effect: PolicyEffect) {
+        switch effect {
+        case let .notify(notification):
+            onNotification(.policy(notification))
+        case .save:
+            if keeper.request() {
+                queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
+                    guard let self, !stopped else { return }
+                    keeper.flush(savedState())
+                }
+            }
+        default:
+            break
+        }
+    }
+
+    /// The control state as the plan compiler's inputs.
+    func matrix() -> RoutingMatrix {
+        RoutingMatrix(apps: inventory.apps, routes: inventory.routes, input: inventory.input, policy: policy.state,
+                      currentRoute: currentRoute, watches: signals.slotsByApp, rampFrames: rampFrames, lookaheadFrames: lookaheadFrames)
+    }
+
+    /// Publishes the current state as one all-or-nothing step. While the server is away the state
+    /// only changes; the plan goes out with the new ports. A full queue is not an error: the state
+    /// waits and housekeeping publishes it (coalesced with any later change).
+    func publish(startFrame: UInt32? = nil) throws(RouterError) {
+        guard link.client != nil else {
+            publisher.needsPublish = true
+            return
+        }
+        switch try publisher.publish(matrix(), on: engine, startFrame: startFrame) {
+        case .published:
+            afterPublishing()
+        case .queueFull:
+            if startFrame != nil {
+                logger.warning("the audio thread's plan queue is full: a scheduled change will apply late")
+            } else if diagnostics.shouldLogPlanQueueFull() {
+                logger.warning("the audio thread's plan queue is full: changes wait and are coalesced into the next plan",
+                               metadata: ["times": "\(publisher.planQueueFull)"])
+            }
+        }
+    }
+
+    /// A plan is with the engine: the ramps it carries are spent, and removed apps it no longer
+    /// reads are stamped with its generation.
+    func afterPublishing() {
+        for index in inventory.apps.indices { inventory.apps[index].pendingRamp = nil }
+        for index in inventory.routes.indices { inventory.routes[index].pendingRamp = nil }
+        inventory.noteCleared(inPlan: publisher.publishedGeneration, slotsInUse: publisher.slotsInUse())
+    }
+
+    /// Publishes, logging (not throwing) a refusal: used where no caller waits. The state keeps
+    /// waiting (`needsPublish`) and the audio thread keeps the plan it has.
+    func republish() {
+        do {
+            try publish()
+        } catch {
+            if diagnostics.shouldLogPublishFailure() { logger.error("could not update the mix: \(error)") }
+        }
+    }
+
+    /// Applies the timed changes due within the next few periods, each in a plan that starts at
+    /// its frame. The lead covers the housekeeping interval and the hand-over to the audio thread.
+    func runDueChanges(now: UInt32) {
+        guard !timed.isEmpty else { return }
+        for entry in timed.takeDue(now: now, lead: Int32(3 * bufferSize + sampleRate / 25)) {
+            let late = Int32(bitPattern: entry.frame &- now) <= 0
+            do throws(RouterError) {
+                entry.completion(.success(try performOnQueue(entry.changes, startFrame: late ? nil : entry.frame)))
+            } catch {
+                logger.error("a scheduled change was refused when it came due: \(error)")
+                entry.completion(.failure(error))
+            }
+        }
+    }
+
+    /// Gives level watches to the apps that need one and runs the level timer while any exists.
+    func updateWatches() {
+        if signals.update(apps: inventory.apps, policy: policy.state) { publisher.needsPublish = true }
+        signals.runTimer(on: queue) { [weak self] in self?.watchLevels() }
+    }
+
+    /// Brings the policy in line with what the watched apps' sound says (docs/POLICY.md).
+    private func watchLevels() {
+        guard !stopped, link.client != nil, let rose = signals.feed(from: engine, sampleRate: sampleRate) else { return }
+        var changed = false
+        for name in signals.watchedApps {
+            if let session = policy.state.app(name),
+               let change = signals.activationChange(name, session: session, rose: rose.contains(name), sampleRate: sampleRate) {
+                do throws(RouterError) {
+                    _ = try performOnQueue([change])
+                    changed = true
+                    signals.noteActivation(name, refusal: nil)
+                } catch {
+                    if case .signal(_, true) = change.event { signals.noteActivation(name, refusal: error) }
+                }
+            }
+            if let unduckAfter = inventory.apps.first(where: { $0.name == name })?.unduckAfter, let session = policy.state.app(name),
+               let change = signals.duckChange(name, session: session, unduckAfter: unduckAfter, sampleRate: sampleRate) {
+                changed = (try? performOnQueue([change])) != nil || changed
+            }
+        }
+        // Talkover must not wait for the end of an OSC burst or the next housekeeping tick.
+        if changed && publisher.needsPublish { republish() }
+    }
+
+    /// Carries out a session reload's steps in order; returns its notes and every refusal.
+    func carryOut(_ reload: SessionReload) -> [String] {
+        var notes = reload.notes
+        func apply(_ events: [PolicyEvent], _ label: String) {
+            for event in events {
+                do throws(RouterError) { _ = try performOnQueue([Change(event)]) } catch { notes.append("\(label): \(error)") }
+            }
+        }
+        for step in reload.steps {
+            switch step {
+            case let .events(events, label):
+                apply(events, label)
+            case let .add(app, volume):
+                do throws(RouterError) {
+                    _ = try performOnQueue([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
+                } catch {
+                    notes.append("adding '\(app.name)': \(error)")
+                    continue
+                }
+                setPatchbay(app.name, connect: app.connect, exclusive: app.exclusive)
+                setUnduckAfter(app.name, app.unduckAfter)
+                apply(SessionReload.setup(of: app, volume: volume), "'\(app.name)'")
+            case let .unduckAfter(app, value):
+                setUnduckAfter(app, value)
+            case let .patchbay(app, connect, exclusive):
+                setPatchbay(app, connect: connect, exclusive: exclusive)
+            }
+        }
+        return notes
+    }
+
+    private func setUnduckAfter(_ name: String, _ value: Double?) {
+        guard let index = inventory.appIndex(name), inventory.apps[index].unduckAfter != value else { return }
+        inventory.apps[index].unduckAfter = value
+        updateWatches()
+    }
+
+    private func setPatchbay(_ name: String, connect: [PortPattern], exclusive: Bool) {
+        guard let index = inventory.appIndex(name) else { return }
+        inventory.apps[index].connect = connect
+        inventory.apps[index].exclusive = exclusive
+        if let client = link.client { patchbay.connectSources(of: inventory.apps[index], on: client) }
+    }
+}

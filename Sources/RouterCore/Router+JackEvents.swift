@@ -1,0 +1,245 @@
+import Dispatch
+import Engine
+import Foundation
+import JackHost
+
+/// The router's side of the JACK link: putting the control plane on a client (attach), taking it
+/// off (detach, loss), joining the server again, and following what JACK reports (ports coming
+/// and going, period and rate changes, xruns) plus the control queue's periodic housekeeping.
+///
+/// Owns no state of its own: it moves events from `JackLink` and the engine into the inventory,
+/// the patchbay, the policy and the publisher. Control queue only.
+extension Router {
+    /// JACK events reach the control queue tagged with the epoch of the client that sent them.
+    func eventSink() -> JackLink.EventSink {
+        { [weak self] event, epoch in
+            self?.queue.async { [weak self] in self?.handle(event, epoch: epoch) }
+        }
+    }
+
+    /// Puts the router on a newly opened client: registers every port (the session's and those of
+    /// apps registered at run time), points the engine at them, publishes the mix before the first
+    /// cycle, activates, and makes every route, input and patchbay connection. On failure the
+    /// client is closed and nothing of it is kept.
+    func attach(_ opened: JackClient, epoch: Int, selectedRoute: String? = nil) throws(RouterError) {
+        link.adopt(opened, epoch: epoch)
+        clientName = opened.name
+        resolvedServerName = opened.serverName
+        patchbay.reset()
+        do {
+            let recording = Set(policy.state.apps.filter { $0.configuration.category.recordsInput }.map(\.name))
+            try inventory.registerAll(on: opened, recordingApps: recording)
+            engine.setFrameClock(JackClient.cycleStartFrame, argument: opened.rawHandle)
+            sampleRate = opened.sampleRate
+            bufferSize = opened.bufferSize
+            engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
+            try opened.setProcessCallback(engineProcessCallback, argument: engine.processArgument)
+            // Routes whose device is not there (yet) start unavailable (DESIGN.md §2).
+            updateRoutePresence()
+            if let route = selectedRoute {
+                if policy.state.availableRoutes.contains(route) {
+                    _ = try? performOnQueue([Change(.selectRoute(route))])
+                } else {
+                    logger.notice("the route selected when the router last ran is not available now", metadata: ["route": "\(route)"])
+                }
+            }
+            guard case .published = try publisher.publish(matrix(), on: engine) else {
+                throw RouterError.capacity("the audio thread's plan queue is full before activation")
+            }
+            afterPublishing()
+            try opened.activate()
+        } catch {
+            detach()
+            link.drop()
+            throw RouterError(error)
+        }
+        patchbay.connectRoutes(inventory.routes, on: opened)
+        patchbay.connectInputs(inventory.input, on: opened)
+        for app in inventory.apps { patchbay.connectSources(of: app, on: opened) }
+        updateLatencies(recompute: true)
+    }
+
+    /// Forgets the client's ports (they died with it), the engine's plans that point at them and
+    /// the fades in them. Slots, gains and the policy stay. Only when no process cycle can run.
+    func detach() {
+        inventory.forgetPorts()
+        publisher.forgetFades()
+        engine.detach(fadeInFrames: rampFrames)
+    }
+
+    /// The server shut the client down (jackd stopped or crashed). JACK's notification only flags
+    /// it; here the client is closed, the router keeps every setting and keeps answering, and
+    /// tries to join the server again with backoff.
+    func serverLost(_ reason: String) {
+        guard !stopped, link.client != nil else { return }
+        onJackConnection(false)
+        logger.error("the JACK server went away: \(reason); keeping the state and waiting for it to come back",
+                     metadata: ["server": "\(resolvedServerName)"])
+        link.lose()
+        detach()
+        // Bundles timed on the lost server's frame clock cannot be placed on the next one.
+        for entry in timed.takeAll() {
+            do throws(RouterError) { entry.completion(.success(try performOnQueue(entry.changes))) } catch { entry.completion(.failure(error)) }
+        }
+        onNotification(.jack(connected: false, reason: reason))
+        onServerLost(reason)
+        scheduleReconnect()
+    }
+
+    private func scheduleReconnect() {
+        guard !stopped else { return }
+        link.scheduleReconnect(events: eventSink(), stillWanted: { [weak self] in self.map { !$0.stopped } ?? false }) { [weak self] outcome in
+            self?.reconnected(outcome)
+        }
+    }
+
+    private func reconnected(_ outcome: Result<(client: JackClient, epoch: Int), JackError>) {
+        switch outcome {
+        case let .failure(error):
+            if link.attempts == 1 || link.attempts % 30 == 0 {
+                logger.notice("JACK server still away: \(error)", metadata: ["attempts": "\(link.attempts)"])
+            }
+            scheduleReconnect()
+        case let .success(opened):
+            do throws(RouterError) {
+                try attach(opened.client, epoch: opened.epoch)
+            } catch {
+                logger.error("joined the JACK server again but could not start on it: \(error); trying again")
+                scheduleReconnect()
+                return
+            }
+            let away = String(format: "%.1f", link.noteReconnected())
+            logger.notice("running again on the JACK server", metadata: [
+                "server": "\(resolvedServerName)", "away": "\(away) s",
+                "rate": "\(sampleRate)", "period": "\(bufferSize)", "apps": "\(inventory.apps.count)"])
+            onNotification(.jack(connected: true, reason: "reconnected after \(away) s"))
+            onJackConnection(true)
+        }
+    }
+
+    func handle(_ event: JackEvent, epoch: Int) {
+        // Events of a client closed since (the server went away) are stale.
+        guard !stopped, link.isCurrent(epoch: epoch), let client = link.client else { return }
+        switch event {
+        case let .portRegistered(name):
+            if name.hasPrefix(client.name + ":") { return }
+            patchbay.portRegistered(name)
+            // Connected first, so audio moved to a route that just appeared is heard at once.
+            if inventory.routes.contains(where: { $0.destinations.contains(name) }) {
+                patchbay.connectRoutes(inventory.routes, on: client, onlyPort: name)
+            }
+            updateRoutePresence(port: name)
+            if inventory.input.sources.contains(name) { patchbay.connectInputs(inventory.input, on: client, onlyPort: name) }
+            for app in inventory.apps where app.connect.contains(where: { $0.matches(name) }) {
+                patchbay.connectSources(of: app, on: client)
+            }
+        case let .portUnregistered(name):
+            if name.hasPrefix(client.name + ":") { return }
+            // When JACK could not name the port, every route is checked again a little later.
+            if name.isEmpty {
+                queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in
+                    guard let self, !stopped, link.isCurrent(epoch: epoch) else { return }
+                    updateRoutePresence()
+                }
+            } else {
+                patchbay.portUnregistered(name)
+            }
+            updateRoutePresence()
+        case let .bufferSizeChanged(frames):
+            guard frames != bufferSize else { return }
+            logger.info("JACK period changed", metadata: ["from": "\(bufferSize)", "to": "\(frames)"])
+            bufferSize = frames
+            engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
+            republish()
+        case let .sampleRateChanged(rate):
+            guard rate != sampleRate else { return }
+            logger.info("JACK sample rate changed", metadata: ["from": "\(sampleRate)", "to": "\(rate)"])
+            sampleRate = rate
+            republish()
+        case .xrun:
+            diagnostics.countXrun()
+        case let .shutdown(reason):
+            serverLost(reason)
+        case let .portsConnected(_, destination):
+            // Someone connected to an exclusive app: only its own sources stay.
+            for app in inventory.apps where app.exclusive && app.ports.contains(where: { $0.name == destination }) {
+                patchbay.connectSources(of: app, on: client)
+            }
+        case .portsDisconnected:
+            break
+        }
+    }
+
+    /// Follows the JACK graph: a route is present while all its destination ports exist. When
+    /// that changes (a device's ports appeared or vanished) the policy hears that the route became
+    /// available or unavailable (DESIGN.md §5.9): last in wins, private routes stop what played
+    /// through them. `port`: only routes with that destination; nil: every route.
+    func updateRoutePresence(port: String? = nil) {
+        // While the server is away nothing is known of the graph: routes stay as they were.
+        guard let client = link.client else { return }
+        let presence = patchbay.routePresence(inventory.routes, on: client)
+        for (index, present) in presence.enumerated() where port.map(inventory.routes[index].destinations.contains) ?? true {
+            inventory.routes[index].present = present
+            let name = inventory.routes[index].name
+            let available = present && inventory.routes[index].enabled
+            guard available != policy.state.availableRoutes.contains(name) else { continue }
+            logger.info(present ? "a route's device is there" : "a route's device is missing", metadata: ["route": "\(name)"])
+            do throws(RouterError) {
+                _ = try performOnQueue([Change(.setRouteAvailable(route: name, available))], fromGraph: true)
+            } catch {
+                logger.error("could not update the availability of route '\(name)': \(error)")
+            }
+        }
+    }
+
+    func startHousekeeping(every interval: DispatchTimeInterval) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self] in self?.housekeeping() }
+        timer.resume()
+        self.timer = timer
+    }
+
+    /// Every housekeeping interval: statistics and meters in, due timed changes and finished fades
+    /// out, coalesced state published, ports no plan reads any more unregistered.
+    private func housekeeping() {
+        guard !stopped else { return }
+        engine.collectProcessTimes()
+        if let xruns = diagnostics.xrunsToNotify() {
+            logger.notice("JACK xruns", metadata: ["new": "\(xruns.new)", "total": "\(xruns.total)"])
+            onNotification(.xruns(total: xruns.total, new: xruns.new))
+        }
+        guard let client = link.client else { return }
+        engine.collectRetiredPlans()
+        diagnostics.collectMeters(from: engine)
+        runDueChanges(now: client.frameTime)
+        let fadeEnded = publisher.followAdoption(on: engine, periodFrames: bufferSize)
+        if publisher.needsPublish || fadeEnded { republish() }
+        removeRetiredPorts()
+    }
+
+    /// Unregisters the ports of removed apps once no plan the audio thread may use reads them.
+    private func removeRetiredPorts() {
+        guard let client = link.client else { return }
+        let gone = inventory.takeRetired(adopted: engine.adoptedPlanGeneration)
+        guard !gone.isEmpty else { return }
+        updateLatencies(leavingOut: Set(gone))
+        for port in gone { client.unregister(port) }
+    }
+
+    /// Tells JACK (through the client's latency callback) that look-ahead routes carry some inputs
+    /// (the voices) that many frames late, so latency-aware recorders know. Only with a look-ahead.
+    /// Called whenever the router's ports change; a port leaves the plan before it is unregistered.
+    ///
+    /// JACK is asked to recompute only with `recompute` (a new client): a server round trip that
+    /// calls every client, far too slow to make for every app that comes or goes (ports being
+    /// connected make JACK recompute anyway).
+    func updateLatencies(leavingOut gone: Set<JackPort> = [], recompute: Bool = false) {
+        guard let client = link.client, lookaheadFrames > 0 else { return }
+        let added = UInt32(lookaheadFrames)
+        let inputs = inventory.allInputPorts.filter { !gone.contains($0) }
+        var outputs = inventory.routes.flatMap { route in route.ports.map { (port: $0, added: route.lookahead > 0 ? added : 0) } }
+        outputs += inventory.allCapturePorts.filter { !gone.contains($0) }.map { (port: $0, added: UInt32(0)) }
+        client.setLatencies(inputs: inputs, outputs: outputs, recompute: recompute)
+    }
+}

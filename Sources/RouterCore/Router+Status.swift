@@ -1,0 +1,41 @@
+import Engine
+import Foundation
+import Policy
+
+/// The status snapshot (/state, tests): gathered from each piece of the control plane on the
+/// control queue. Owns no state; changes nothing.
+extension Router {
+    /// What the router is doing now.
+    public func status() -> RouterStatus {
+        queue.sync {
+            let statistics = engine.statistics
+            let mix = policy.mix
+            return RouterStatus(
+                client: clientName, server: resolvedServerName, jackConnected: link.client != nil,
+                jackDisconnectedSeconds: link.disconnectedSince.map { Date().timeIntervalSince($0) }, reconnects: link.reconnects,
+                processTime: engine.processTimes.sinceStart.summary, recentProcessTime: engine.processTimes.recent.summary,
+                planQueueFull: publisher.planQueueFull, sampleRate: sampleRate, bufferSize: bufferSize,
+                rampMilliseconds: rampMilliseconds,
+                apps: inventory.apps.map { app in
+                    .init(name: app.name, ports: (app.ports + app.capturePorts).map(\.name),
+                          state: mix[app.name]?.state.rawValue ?? "inactive",
+                          volume: Double(Decibels.sliderPosition(linear: policy.state.app(app.name)?.volume ?? 1)),
+                          gainDecibels: Double(Decibels.level(app.gain)),
+                          peakDecibels: diagnostics.latestPeakDecibels(app: app))
+                },
+                routes: inventory.routes.map {
+                    .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
+                          available: policy.state.availableRoutes.contains($0.name),
+                          volume: Double(Decibels.sliderPosition(linear: $0.gain)),
+                          gainDecibels: Double(Decibels.level($0.gain)),
+                          peakDecibels: diagnostics.latestPeakDecibels(route: $0))
+                },
+                currentRoute: currentRoute.map { inventory.routes[$0].name }, policy: policy.state,
+                silentSwitch: policy.state.silentSwitch, outsideInterruptions: policy.state.outsideInterruptions,
+                nowPlaying: policy.state.nowPlaying, saveRequests: keeper.requests,
+                publishedPlan: publisher.publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,
+                cells: publisher.cellCount, cycles: statistics.cycles, xruns: diagnostics.xruns,
+                nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Policy
+import SessionStore
+
+/// What applying an edited session file while running (SIGHUP) means: the steps that turn the
+/// old file's setup into the new one's, and notes for what needs a restart. Pure: a diff of two
+/// sessions, it owns nothing and touches nothing; the router carries the steps out in order.
+///
+/// Apps added, removed or reconfigured (category, options, mode, remote commands, resume, channel
+/// map, `connect`, `exclusive`, activation, `unduckAfter`), ducking settings and rules, and
+/// volumes the file changed. Run-time changes to anything the file did not change stay. What
+/// cannot change without re-registering the client (its name, routes, the input, ramp, an app's
+/// channel count) is left for a restart.
+struct SessionReload {
+    enum Step: Equatable {
+        /// Policy events, each applied on its own; a refusal becomes a note headed `label`.
+        case events([PolicyEvent], label: String)
+        /// A new app: ports, patchbay rules, map, volume and activation as declared.
+        case add(Session.App, volume: Double?)
+        case unduckAfter(app: String, Double?)
+        case patchbay(app: String, connect: [PortPattern], exclusive: Bool)
+    }
+
+    private(set) var notes: [String] = []
+    private(set) var steps: [Step] = []
+
+    init(from old: Session, to new: Session) {
+        if old.client != new.client { notes.append("client name changed: restart to apply") }
+        if old.routes != new.routes { notes.append("routes changed: restart to apply") }
+        if old.input != new.input { notes.append("input changed: restart to apply") }
+        if old.rampMilliseconds != new.rampMilliseconds { notes.append("ramp changed: restart to apply") }
+        var ducking: [PolicyEvent] = []
+        if old.ducking.level != new.ducking.level { ducking.append(.setDucking(.level(new.ducking.level))) }
+        if old.ducking.attack != new.ducking.attack { ducking.append(.setDucking(.attack(new.ducking.attack))) }
+        if old.ducking.release != new.ducking.release { ducking.append(.setDucking(.release(new.ducking.release))) }
+        if old.ducking.rules != new.ducking.rules { ducking.append(.setDuckingRules(new.ducking.rules)) }
+        if !ducking.isEmpty { steps.append(.events(ducking, label: "ducking")) }
+        for app in old.apps where !new.apps.contains(where: { $0.name == app.name }) {
+            steps.append(.events([.unregister(app: app.name)], label: "removing '\(app.name)'"))
+        }
+        for app in new.apps {
+            guard let before = old.apps.first(where: { $0.name == app.name }) else {
+                steps.append(.add(app, volume: new.volumes.apps[app.name]))
+                continue
+            }
+            if before.channelCount != app.channelCount { notes.append("'\(app.name)' channel count changed: restart to apply") }
+            var events: [PolicyEvent] = []
+            if before.configuration != app.configuration { events.append(.register(app.configuration)) }
+            if before.channelMap != app.channelMap { events.append(.setChannelMap(app: app.name, app.channelMap)) }
+            if before.activation != app.activation || before.signal != app.signal {
+                events.append(.setActivation(app: app.name, app.activation, app.signal))
+            }
+            if before.unduckAfter != app.unduckAfter { steps.append(.unduckAfter(app: app.name, app.unduckAfter)) }
+            if old.volumes.apps[app.name] != new.volumes.apps[app.name], let volume = new.volumes.apps[app.name] {
+                events.append(.setAppVolume(app: app.name, .position(volume)))
+            }
+            if !events.isEmpty { steps.append(.events(events, label: "'\(app.name)'")) }
+            if before.connect != app.connect || before.exclusive != app.exclusive {
+                steps.append(.patchbay(app: app.name, connect: app.connect, exclusive: app.exclusive))
+            }
+        }
+        for (route, volume) in new.volumes.routes.sorted(by: { $0.key < $1.key }) where old.volumes.routes[route] != volume {
+            steps.append(.events([.setSystemVolume(route: route, .position(volume))], label: "volume of '\(route)'"))
+        }
+    }
+
+    /// The events that follow a new app's registration: activation, map, volume, start active.
+    static func setup(of app: Session.App, volume: Double?) -> [PolicyEvent] {
+        var events: [PolicyEvent] = [.setActivation(app: app.name, app.activation, app.signal)]
+        if let map = app.channelMap { events.append(.setChannelMap(app: app.name, map)) }
+        if let volume { events.append(.setAppVolume(app: app.name, .position(volume))) }
+        if app.startsActive { events.append(.activate(app: app.name)) }
+        return events
+    }
+}

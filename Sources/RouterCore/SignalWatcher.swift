@@ -1,0 +1,148 @@
+import Dispatch
+import Engine
+import Foundation
+import Logging
+import Policy
+
+/// Signal activation (docs/POLICY.md): which apps are watched, their detectors, and the decisions
+/// their sound leads to. A signal-activated app is activated when its sound turns the detector on
+/// and deactivated when it has been silent for the hold time; an active ducking app with
+/// `unduckAfter` releases its duck after that much silence and takes it back when it sounds again.
+///
+/// Owns: the level watches (slots the engine reports peaks for), one detector per watched app, the
+/// millisecond timer that reads them while any app is watched. Must not touch: the policy or
+/// plans; its decisions go out as changes through `perform`. Control queue only.
+struct SignalWatcher {
+    private struct Watch {
+        var slot: Int32
+        var detector: SignalDetector
+        /// The last signal activation tried (refusals are retried every 250 ms while it sounds).
+        var lastAttempt = Date.distantPast
+        var refusalLogged = false
+    }
+
+    private var watches: [String: Watch] = [:]
+    private var slots: SlotAllocator
+    private var readings: [Engine.LevelReading] = []
+    private var timer: DispatchSourceTimer?
+    private let logger: Logger
+
+    init(capacity: Int, logger: Logger) {
+        slots = SlotAllocator(capacity: capacity)
+        self.logger = logger
+    }
+
+    /// The watch slot of each watched app, for the plan.
+    var slotsByApp: [String: Int32] { watches.mapValues(\.slot) }
+
+    /// Watches every app that is activated by its sound or has `unduckAfter` (and frees the watches
+    /// of apps that no longer need one, or are gone). Returns whether the plan must change.
+    mutating func update(apps: [AppState], policy: PolicyState) -> Bool {
+        var changed = false
+        var wanted: [String: SignalDetection] = [:]
+        for app in apps {
+            let session = policy.app(app.name)
+            if session?.configuration.activation == .signal || app.unduckAfter != nil {
+                wanted[app.name] = session?.signal ?? SignalDetection()
+            }
+        }
+        for (name, watch) in watches where wanted[name] == nil {
+            slots.give(watch.slot)
+            watches[name] = nil
+            changed = true
+        }
+        for app in apps {
+            guard let settings = wanted[app.name] else { continue }
+            if watches[app.name] != nil {
+                if watches[app.name]!.detector.settings != settings { watches[app.name]!.detector.settings = settings }
+                continue
+            }
+            guard let slot = slots.take() else {
+                logger.error("no level watch left for '\(app.name)' (the engine has \(slots.capacity)); it is not watched")
+                continue
+            }
+            watches[app.name] = Watch(slot: slot, detector: SignalDetector(settings: settings))
+            changed = true
+        }
+        return changed
+    }
+
+    /// Runs `tick` on `queue` every millisecond while any app is watched, and not otherwise.
+    mutating func runTimer(on queue: DispatchQueue, tick: @escaping @Sendable () -> Void) {
+        if !watches.isEmpty && timer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .milliseconds(1), repeating: .milliseconds(1), leeway: .microseconds(200))
+            timer.setEventHandler(handler: tick)
+            timer.resume()
+            self.timer = timer
+        } else if watches.isEmpty, let timer {
+            timer.cancel()
+            self.timer = nil
+        }
+    }
+
+    mutating func stopTimer() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// Feeds the peaks the audio thread reported since the last call to the detectors. Returns
+    /// the apps whose detector turned on, or nil when nothing was reported.
+    mutating func feed(from engine: Engine, sampleRate: Int) -> Set<String>? {
+        engine.collectLevels(into: &readings)
+        guard !readings.isEmpty else { return nil }
+        var owners: [Int32: String] = [:]
+        for (name, watch) in watches { owners[watch.slot] = name }
+        var rose = Set<String>()
+        for reading in readings {
+            guard let name = owners[Int32(reading.watch)] else { continue }
+            if watches[name]!.detector.feed(peak: reading.peak, frames: reading.frames, sampleRate: sampleRate) { rose.insert(name) }
+        }
+        return rose
+    }
+
+    /// The watched apps, in a stable order.
+    var watchedApps: [String] { watches.keys.sorted() }
+
+    /// What a signal-activated app's sound asks of the policy now, if anything: activation when
+    /// its detector is on (retried every 250 ms while refused), deactivation when it has been
+    /// silent for the hold time (unless a person activated it).
+    mutating func activationChange(_ name: String, session: AppSession, rose: Bool, sampleRate: Int) -> Router.Change? {
+        guard session.configuration.activation == .signal, let watch = watches[name] else { return nil }
+        if watch.detector.on && !session.isActive {
+            let now = Date()
+            guard rose || now.timeIntervalSince(watch.lastAttempt) >= 0.25 else { return nil }
+            watches[name]!.lastAttempt = now
+            return Router.Change(.signal(app: name, active: true))
+        }
+        if !watch.detector.on && session.isActive && session.activatedBy != .osc && watch.detector.heldSilent(sampleRate: sampleRate) {
+            return Router.Change(.signal(app: name, active: false))
+        }
+        return nil
+    }
+
+    /// Logs a refused activation once until one succeeds.
+    mutating func noteActivation(_ name: String, refusal: RouterError?) {
+        guard watches[name] != nil else { return }
+        if let refusal {
+            if !watches[name]!.refusalLogged {
+                logger.notice("'\(name)' sounds but cannot be activated: \(refusal)")
+                watches[name]!.refusalLogged = true
+            }
+        } else {
+            watches[name]!.refusalLogged = false
+        }
+    }
+
+    /// An active ducking app with `unduckAfter`: releases its duck after that much silence, takes
+    /// it back when it sounds again.
+    func duckChange(_ name: String, session: AppSession, unduckAfter: Double, sampleRate: Int) -> Router.Change? {
+        guard let detector = watches[name]?.detector, session.isActive, session.configuration.ducksOthers else { return nil }
+        if !session.duckReleased && detector.silentMilliseconds(sampleRate: sampleRate) >= unduckAfter {
+            logger.notice("'\(name)' has been silent for \(Int(unduckAfter)) ms: its duck is released")
+            return Router.Change(.releaseDuck(app: name, true))
+        }
+        if session.duckReleased && detector.loudFrames > 0 { return Router.Change(.releaseDuck(app: name, false)) }
+        return nil
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import Policy
+import RouterCore
+import SessionStore
+import Testing
+
+/// The control plane's transactions under a real jackd: a change that cannot be carried out to
+/// the end (ports, plan) leaves everything as it was, ports the audio thread reads included;
+/// channels fold onto fewer channels by a real downmix; the router can go away from its own queue.
+@Suite("Control plane transactions under jackd", .serialized)
+struct ControlPlaneTests {
+    /// A private jackd with a DC source per channel (`source:out_1…6`) and a stereo recorder the
+    /// router's speaker route feeds.
+    final class Bench {
+        let server: JackServer
+        let source: TestClient
+        let recorder: TestClient
+        var router: Router?
+
+        init(session: Session, configure: (inout Router.Configuration) -> Void = { _ in }) throws {
+            server = try JackServer(period: 256)
+            recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2"])
+            source = try TestClient(name: "source", server: server.name, outputs: (1...6).map { "out_\($0)" })
+            var configuration = Router.Configuration(session: session, server: server.name)
+            configure(&configuration)
+            router = try Router(configuration: configuration)
+            try waitFor("the speaker route's connections") {
+                recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
+            }
+        }
+
+        deinit {
+            router?.stop()
+            router = nil
+            source.close()
+            recorder.close()
+            server.stop()
+        }
+
+        static func session(apps: [Session.App]) -> Session {
+            var session = Session()
+            session.routes = [Session.Route(name: "speaker", ports: ["recorder:speaker_1", "recorder:speaker_2"])]
+            session.apps = apps
+            return session
+        }
+
+        /// The speaker's mean level per channel over a short take, after the ramps settle.
+        func levels(settle: Double = 0.15) -> (left: Float, right: Float) {
+            Thread.sleep(forTimeInterval: settle)
+            let take = recorder.record(seconds: 0.2)
+            func mean(_ samples: [Float]) -> Float { samples.reduce(0, +) / Float(max(samples.count, 1)) }
+            return (mean(take.channels[0]), mean(take.channels[1]))
+        }
+
+        func portExists(_ name: String) -> Bool { recorder.client.portExists(name) }
+    }
+
+    @Test("a bundle that takes back a fading app's ports and is then refused leaves those ports where the live plan reads them")
+    func refusedBundleKeepsReclaimedPorts() throws {
+        // 8 input channels in all: 'a' (2) fits, 'big' (8) does not.
+        let bench = try Bench(session: Bench.session(apps: [])) { $0.engine.maxInputChannels = 8 }
+        let router = try #require(bench.router)
+        bench.source.setSignal(Signals.dc(0.25), output: 0)
+        try router.register(AppConfiguration(name: "a", category: .playback), channelCount: 2,
+                            connect: [try PortPattern("source:out_1")])
+        try router.perform(.activate(app: "a"))
+        try waitFor("a's port to be connected") { bench.source.client.connections(of: "source:out_1").contains("duckrouter:a_in_1") }
+        #expect(abs(bench.levels().left - 0.25) < 1e-3)
+
+        // 'a' goes; while it fades, one bundle registers it again (taking its ports back) and an
+        // app the engine has no room for.
+        try router.perform(.unregister(app: "a"))
+        #expect(throws: RouterError.self) {
+            try router.perform([Router.Change(.register(AppConfiguration(name: "a", category: .playback)), channelCount: 2),
+                                Router.Change(.register(AppConfiguration(name: "big", category: .playback)), channelCount: 8)])
+        }
+        // The refused bundle changed nothing: 'a' is still fading out on its own ports, which
+        // stay registered until no plan reads them, and then go.
+        #expect(router.policyState.app("a") == nil && router.policyState.app("big") == nil)
+        #expect(bench.portExists("duckrouter:a_in_1"), "the refused bundle unregistered ports the live plan still reads")
+        try waitFor("the faded app's ports to go", timeout: 3) { !bench.portExists("duckrouter:a_in_1") }
+        #expect(router.status().cells == 0)
+
+        // Its slots came back once: two apps of two channels each fit again, and both are heard.
+        bench.source.setSignal(Signals.dc(0.125), output: 1)
+        try router.register(AppConfiguration(name: "a", category: .playback, options: [.mixWithOthers]), channelCount: 2,
+                            connect: [try PortPattern("source:out_1")])
+        try router.register(AppConfiguration(name: "b", category: .playback, options: [.mixWithOthers]), channelCount: 2,
+                            connect: [try PortPattern("source:out_2")])
+        try router.perform(.activate(app: "a"))
+        try router.perform(.activate(app: "b"))
+        try waitFor("b's port to be connected") { bench.source.client.connections(of: "source:out_2").contains("duckrouter:b_in_1") }
+        #expect(abs(bench.levels().left - 0.375) < 1e-3)
+    }
+
+    @Test("a change whose plan the engine cannot hold is refused and changes nothing; once there is room it is heard")
+    func planOverCapacityIsRefused() throws {
+        // Four gain cells: two stereo apps on a stereo route fill them.
+        var apps: [Session.App] = []
+        for (k, name) in ["a", "b", "c"].enumerated() {
+            var app = Session.App(name: name, category: .playback, connect: [try PortPattern("source:out_\(k + 1)")])
+            app.options = [.mixWithOthers]
+            apps.append(app)
+        }
+        let bench = try Bench(session: Bench.session(apps: apps)) { $0.engine.gainSlotCapacity = 4 }
+        let router = try #require(bench.router)
+        bench.source.setSignal(Signals.dc(0.25), output: 0)
+        bench.source.setSignal(Signals.dc(0.125), output: 1)
+        bench.source.setSignal(Signals.dc(0.0625), output: 2)
+        try waitFor("c's port to be connected") { bench.source.client.connections(of: "source:out_3").contains("duckrouter:c_in_1") }
+        try router.perform(.activate(app: "a"))
+        try router.perform(.activate(app: "b"))
+        #expect(abs(bench.levels().left - 0.375) < 1e-3)
+
+        #expect(throws: RouterError.self, "a third app needs six cells") { try router.perform(.activate(app: "c")) }
+        #expect(router.policyState.app("c")?.isActive == false, "the refused activation changed the policy")
+        #expect(abs(bench.levels().left - 0.375) < 1e-3)
+
+        // b goes; once its fade is over there is room, and c is heard.
+        try router.perform(.deactivate(app: "b", notifyOthers: false))
+        try waitFor("b's cells to be freed", timeout: 3) { router.status().cells == 2 }
+        try router.perform(.activate(app: "c"))
+        #expect(abs(bench.levels().left - 0.3125) < 1e-3, "a and c")
+    }
+
+    @Test("5.1 onto a stereo route is an ITU-R BS.775 downmix: centre and surrounds at -3 dB, LFE left out; stereo onto stereo stays channel for channel")
+    func surroundDownmix() throws {
+        var film = Session.App(name: "film", category: .playback, channelCount: 6, connect: [try PortPattern("source:out_[1-6]")])
+        film.startsActive = true
+        let bench = try Bench(session: Bench.session(apps: [film]))
+        // L R C LFE Ls Rs, each a distinct level.
+        let levels: [Float] = [0.1, 0.2, 0.05, 0.4, 0.02, 0.04]
+        for (k, level) in levels.enumerated() { bench.source.setSignal(Signals.dc(level), output: k) }
+        try waitFor("the film's six inputs to be connected") {
+            bench.source.client.connections(of: "source:out_6").contains("duckrouter:film_in_6")
+        }
+        let (left, right) = bench.levels()
+        let g: Float = 0.70710677
+        #expect(abs(left - (0.1 + g * 0.05 + g * 0.02)) < 1e-4, "left \(left)")
+        #expect(abs(right - (0.2 + g * 0.05 + g * 0.04)) < 1e-4, "right \(right): LFE must not be in it")
+    }
+
+    @Test("one bundle can unregister an app and register it again: the new app takes the old one's ports")
+    func unregisterAndRegisterInOneBundle() throws {
+        var game = Session.App(name: "game", category: .ambient, connect: [try PortPattern("source:out_1")])
+        game.startsActive = true
+        let bench = try Bench(session: Bench.session(apps: [game]))
+        let router = try #require(bench.router)
+        bench.source.setSignal(Signals.dc(0.25), output: 0)
+        try waitFor("game's port to be connected") { bench.source.client.connections(of: "source:out_1").contains("duckrouter:game_in_1") }
+        try router.perform([Router.Change(.unregister(app: "game")),
+                            Router.Change(.register(AppConfiguration(name: "game", category: .playback)), channelCount: 2)])
+        #expect(router.policyState.app("game")?.configuration.category == .playback)
+        #expect(bench.portExists("duckrouter:game_in_1"))
+        try router.perform(.activate(app: "game"))
+        #expect(abs(bench.levels().left - 0.25) < 1e-3, "the source stays connected to the port taken back")
+    }
+
+    @Test("a router whose last reference goes on its own control queue stops cleanly (no sync onto its own queue)")
+    func lastReferenceOnControlQueue() throws {
+        let server = try JackServer(period: 256)
+        defer { server.stop() }
+        let started = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        var configuration = Router.Configuration(session: Bench.session(apps: [Session.App(name: "a", category: .playback)]),
+                                                 server: server.name)
+        // The save receiver runs on the control queue, inside a closure that holds the router.
+        configuration.onSave = { _ in
+            started.signal()
+            proceed.wait()
+        }
+        var router: Router? = try Router(configuration: configuration)
+        weak var weakRouter = router
+        try router!.setAppVolume("a", position: 0.5)
+        #expect(started.wait(timeout: .now() + 5) == .success)
+        router = nil
+        proceed.signal()
+        let observer = try JackClient(name: "observer", server: server.name)
+        defer { observer.close() }
+        try waitFor("the router to go and its client to close") { weakRouter == nil && !observer.portExists("duckrouter:a_in_1") }
+    }
+}
