@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Module boundaries follow ../shared/DESIGN.md §1: exactly one module imports CJack (JackHost),
-// the Engine is pure Swift and real-time safe, executables only wire modules together.
+// the Engine is Swift and real-time safe (its only C is the floating-point control register, in
+// CFloatEnvironment), executables only wire modules together.
 let package = Package(
     name: "duckrouter",
     platforms: [.macOS(.v15)],
@@ -27,7 +28,10 @@ let package = Package(
         // The real-time engine: mix plans, gain ramps, the mix kernel family, meters, SPSC queues.
         // Optimised in debug builds too: the process callback must meet JACK's deadline in the
         // integration tests (256 stereo apps take 5.5 ms a cycle unoptimised, over a 5.3 ms period).
-        .target(name: "Engine", swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "Engine", dependencies: ["CFloatEnvironment"], swiftSettings: [.unsafeFlags(["-O"])]),
+        // The calling thread's floating-point control register: flush-to-zero and
+        // denormals-are-zero for the process thread. Imported by Engine (and its tests and bench).
+        .target(name: "CFloatEnvironment"),
         // The plain C reference kernel the Swift kernels are benchmarked against (built with -O3).
         .target(name: "CMixReference",
                 cSettings: [.unsafeFlags(["-O3", "-fno-fast-math"])]),
@@ -91,7 +95,7 @@ let package = Package(
         .target(name: "JackTestSupport", dependencies: ["JackHost", "Engine"],
                 path: "Tests/JackTestSupport"),
 
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference", "CFloatEnvironment"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "RouterCoreTests", dependencies: ["RouterCore", "Engine", "Policy", "SessionStore"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),

@@ -1,3 +1,4 @@
+import CFloatEnvironment
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -103,8 +104,14 @@ func monotonicNanoseconds() -> UInt64 {
 
 /// One process cycle, timed: its own duration goes into the `timings` ring for the control thread
 /// (a full ring only counts the loss). Real-time: no allocation, no locks, no retain/release, no I/O.
+///
+/// Subnormal floats are flushed to zero on this thread first (x86 MXCSR FTZ and DAZ, AArch64
+/// FPCR.FZ): an input decaying towards silence would otherwise put every multiply of the mix on
+/// the floating-point unit's slow path. JACK runs every cycle on its one process thread, so after
+/// the first cycle this is a register read and a compare; nothing is restored, the thread is ours.
 @_noLocks
 func engineProcess(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
+    _unsafePerformance { CFloatEnvironment_flush_denormals() }
     let start = monotonicNanoseconds()
     engineProcessCycle(core, frames: frames)
     let elapsed = monotonicNanoseconds() &- start
