@@ -45,6 +45,11 @@ public final class Engine {
     /// Look-ahead delay lines by input meter slot, made on first use, freed with the engine.
     private var delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:]
     private var outgrownDelayLines: [UnsafeMutablePointer<DelayLine>] = []
+    /// The last plan published (and so, by the time a newer one is adopted, the one it replaces):
+    /// the port of each input meter slot that had a delay line in it, and the ports of each
+    /// level watch. What changes against it is reset when the next plan is adopted.
+    private var lastDelayedPorts: [Int32: PortHandle] = [:]
+    private var lastWatchPorts: [Int32: [PortHandle]] = [:]
     /// The process callback's own time per cycle, as far as `collectProcessTimes()` has read it.
     public private(set) var processTimes = ProcessTimes()
 
@@ -101,11 +106,27 @@ public final class Engine {
                 delayLines[input.meterSlot] = DelayLine.make(capacity: capacity, maxFrames: configuration.maxFrames)
             }
         }
-        let plan = try MixPlan.make(description, generation: nextGeneration, capacity: configuration, delayLines: delayLines)
+        // Plans are adopted one by one in publishing order, so the last one published is the one
+        // this plan will replace: a delay line is reset when its input starts being delayed, or
+        // its slot passes to another port; a watch's peak is dropped when its inputs change.
+        var delayedPorts: [Int32: PortHandle] = [:]
+        if description.lookaheadFrames > 0 {
+            for input in description.inputs where input.delayed { delayedPorts[input.meterSlot] = input.port }
+        }
+        let delayResets = Set(delayedPorts.compactMap { slot, port in lastDelayedPorts[slot] == port ? nil : slot })
+        var watchPorts: [Int32: [PortHandle]] = [:]
+        for input in description.inputs where (0..<Int32(configuration.maxLevelWatches)).contains(input.watch) {
+            watchPorts[input.watch, default: []].append(input.port)
+        }
+        let watchClears = lastWatchPorts.compactMap { watch, ports in watchPorts[watch] == ports ? nil : watch }
+        let plan = try MixPlan.make(description, generation: nextGeneration, capacity: configuration, delayLines: delayLines,
+                                    resettingDelayLinesOf: delayResets, clearingWatches: watchClears)
         guard core.pointee.inbox.push(UInt(bitPattern: plan)) else {
             MixPlan.destroy(plan)
             return nil
         }
+        lastDelayedPorts = delayedPorts
+        lastWatchPorts = watchPorts
         nextGeneration += 1
         return nextGeneration - 1
     }
@@ -195,13 +216,15 @@ public final class Engine {
     /// Cycle times lost because `collectProcessTimes()` was not called for a long time.
     public var droppedProcessTimes: UInt64 { core.pointee.timingsDropped.load(ordering: .relaxed) }
 
-    /// Forgets every plan, queued or in use, for a new set of ports (the JACK client was closed and
+    /// Frees every plan, queued or in use, for a new set of ports (the JACK client was closed and
     /// a new one is about to start). Every audible cell starts again from silence and rises to its
-    /// gain over `fadeInFrames`, so the first cycles after a reconnect do not click.
+    /// gain over `fadeInFrames`, so the first cycles after a reconnect do not click; delay lines
+    /// and level watches forget what they heard, so nothing from before is heard or reported
+    /// after.
     ///
     /// Only while no process cycle can run: the client is deactivated or closed, and the next one
     /// not yet activated. The next `publish` must carry the new ports before activation.
-    public func detach(fadeInFrames: Int32) {
+    public func discardPlans(fadeInFrames: Int32) {
         collectRetiredPlans()
         while let bits = core.pointee.inbox.pop() {
             let plan = UnsafeMutablePointer<MixPlan>(bitPattern: bits)!
@@ -220,6 +243,10 @@ public final class Engine {
                 ? .silent
                 : GainState(current: 0, target: target, step: target / Float(frames), remaining: frames)
         }
+        for line in delayLines.values { DelayLine.reset(line) }
+        lastDelayedPorts = [:]
+        core.pointee.watchPeaks.update(repeating: -1, count: max(configuration.maxLevelWatches, 1))
+        lastWatchPorts = [:]
         core.pointee.frameClock = nil
         core.pointee.frameClockArgument = nil
         collectProcessTimes()

@@ -64,7 +64,7 @@ extension Router {
     func detach() {
         inventory.forgetPorts()
         publisher.forgetFades()
-        engine.detach(fadeInFrames: rampFrames)
+        engine.discardPlans(fadeInFrames: rampFrames)
     }
 
     /// The server shut the client down (jackd stopped or crashed). JACK's notification only flags

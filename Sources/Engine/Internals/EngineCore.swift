@@ -184,6 +184,19 @@ private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>, at now: UIn
             gains[Int(contribution.gainSlot)].retarget(contribution.target, frames: contribution.rampFrames)
             c &+= 1
         }
+        // Nothing from before this plan: delay lines that start (or restart) here begin silent,
+        // and peaks of watches that left (or moved to other inputs) are dropped, not reported
+        // by a later plan.
+        var d = 0
+        while d < next.pointee.delayResetCount {
+            DelayLine.reset(next.pointee.delayResets[d])
+            d &+= 1
+        }
+        var w = 0
+        while w < next.pointee.watchClearCount {
+            core.pointee.watchPeaks[Int(next.pointee.watchClears[w])] = -1
+            w &+= 1
+        }
         core.pointee.adoptedGeneration.store(next.pointee.generation, ordering: .releasing)
     }
     return remaining

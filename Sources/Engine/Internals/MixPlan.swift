@@ -36,10 +36,22 @@ struct MixPlan {
     var contributions: UnsafeMutablePointer<MixContribution>
     var resetCount: Int
     var resets: UnsafeMutablePointer<Int32>
+    /// Delay lines to start from silence when the plan is adopted: inputs that are delayed here
+    /// and were not (or were another port) in the plan before.
+    var delayResetCount: Int
+    var delayResets: UnsafeMutablePointer<UnsafeMutablePointer<DelayLine>>
+    /// Level watches whose peak so far is dropped when the plan is adopted: watches the plan before
+    /// had that this one does not have, or has on other inputs.
+    var watchClearCount: Int
+    var watchClears: UnsafeMutablePointer<Int32>
 
     /// Checks `description` against the engine's capacities and copies it into unmanaged memory.
+    /// `resettingDelayLinesOf`: meter slots whose delay line starts from silence on adoption;
+    /// `clearingWatches`: watches whose peak is dropped on adoption.
     static func make(_ description: MixPlanDescription, generation: UInt64, capacity: Engine.Configuration,
-                     delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:]) throws(MixPlanError) -> UnsafeMutablePointer<MixPlan> {
+                     delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:],
+                     resettingDelayLinesOf resetSlots: Set<Int32> = [],
+                     clearingWatches clearedWatches: [Int32] = []) throws(MixPlanError) -> UnsafeMutablePointer<MixPlan> {
         if description.inputs.count > capacity.maxInputChannels {
             throw .tooManyInputs(description.inputs.count, capacity: capacity.maxInputChannels)
         }
@@ -73,12 +85,21 @@ struct MixPlan {
         let outputs = UnsafeMutablePointer<Output>.allocate(capacity: max(description.outputs.count, 1))
         let contributions = UnsafeMutablePointer<MixContribution>.allocate(capacity: max(contributionCount, 1))
         let resets = UnsafeMutablePointer<Int32>.allocate(capacity: max(description.resetSlots.count, 1))
+        let delayResets = UnsafeMutablePointer<UnsafeMutablePointer<DelayLine>>.allocate(capacity: max(description.inputs.count, 1))
+        let watchClears = UnsafeMutablePointer<Int32>.allocate(capacity: max(clearedWatches.count, 1))
 
+        var delayResetCount = 0
         for (i, input) in description.inputs.enumerated() {
+            let line = description.lookaheadFrames > 0 && input.delayed ? delayLines[input.meterSlot] : nil
             (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot,
                                               watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1,
-                                              delayLine: description.lookaheadFrames > 0 && input.delayed ? delayLines[input.meterSlot] : nil))
+                                              delayLine: line))
+            if let line, resetSlots.contains(input.meterSlot) {
+                (delayResets + delayResetCount).initialize(to: line)
+                delayResetCount += 1
+            }
         }
+        for (w, watch) in clearedWatches.enumerated() { (watchClears + w).initialize(to: watch) }
         var next = 0
         for (o, output) in description.outputs.enumerated() {
             (outputs + o).initialize(to: Output(port: output.port.pointer, meterSlot: output.meterSlot,
@@ -101,7 +122,9 @@ struct MixPlan {
                                     inputCount: description.inputs.count, inputs: inputs,
                                     outputCount: description.outputs.count, outputs: outputs,
                                     contributionCount: contributionCount, contributions: contributions,
-                                    resetCount: description.resetSlots.count, resets: resets))
+                                    resetCount: description.resetSlots.count, resets: resets,
+                                    delayResetCount: delayResetCount, delayResets: delayResets,
+                                    watchClearCount: clearedWatches.count, watchClears: watchClears))
         return plan
     }
 
@@ -112,6 +135,8 @@ struct MixPlan {
         plan.pointee.outputs.deallocate()
         plan.pointee.contributions.deallocate()
         plan.pointee.resets.deallocate()
+        plan.pointee.delayResets.deallocate()
+        plan.pointee.watchClears.deallocate()
         plan.deallocate()
     }
 }
@@ -120,11 +145,19 @@ struct MixPlan {
 ///
 /// Ownership: made by `Engine.publish` on the control thread, one per input meter slot, the first
 /// time a look-ahead plan has that input; used by the process thread through the plans; freed
-/// with the engine. Only the process thread writes `writeIndex` and the samples.
+/// with the engine. Only the process thread writes `writeIndex`, `history` and the samples, except
+/// in `Engine.discardPlans`, when no cycle can run.
+///
+/// The ring outlives the audio it holds: a slot passes to another app, a voice stops being delayed
+/// and is delayed again later, the server goes away and comes back. None of that audio may ever be
+/// heard after the change, so a line can be reset in O(1) on the audio thread: `history` counts
+/// the samples written since the reset, and anything older reads back as silence.
 struct DelayLine {
     var buffer: UnsafeMutablePointer<Float>
     var capacity: Int
     var writeIndex: Int
+    /// Samples written since the last reset, at most `capacity`.
+    var history: Int
     var out: UnsafeMutablePointer<Float>
 
     static func make(capacity: Int, maxFrames: Int) -> UnsafeMutablePointer<DelayLine> {
@@ -133,7 +166,7 @@ struct DelayLine {
         buffer.initialize(repeating: 0, count: capacity)
         let out = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
         out.initialize(repeating: 0, count: maxFrames)
-        line.initialize(to: DelayLine(buffer: buffer, capacity: capacity, writeIndex: 0, out: out))
+        line.initialize(to: DelayLine(buffer: buffer, capacity: capacity, writeIndex: 0, history: 0, out: out))
         return line
     }
 
@@ -143,9 +176,15 @@ struct DelayLine {
         line.deallocate()
     }
 
+    /// Forgets every sample written so far: they read back as silence from now on.
+    @_noLocks
+    static func reset(_ line: UnsafeMutablePointer<DelayLine>) {
+        line.pointee.history = 0
+    }
+
     /// Writes `frames` new samples and reads back the `frames` samples written `delay` before
-    /// them into `out`. `delay + frames` must not exceed the capacity. Block copies (memmove),
-    /// at most two per direction where the ring wraps.
+    /// them into `out` (silence for any written before the last reset). `delay + frames` must not
+    /// exceed the capacity. Block copies (memmove), at most two per direction where the ring wraps.
     @_noLocks
     static func process(_ line: UnsafeMutablePointer<DelayLine>, _ input: UnsafePointer<Float>, frames: Int, delay: Int) {
         let capacity = line.pointee.capacity
@@ -160,6 +199,12 @@ struct DelayLine {
         let firstRead = min(frames, capacity &- r)
         copy(out, buffer + r, firstRead)
         if firstRead < frames { copy(out + firstRead, buffer, frames &- firstRead) }
+        // out[j] was written `delay + frames - 1 - j` samples before the newest one; the first
+        // `frames + delay - history` of them predate the reset.
+        let history = min(line.pointee.history &+ frames, capacity)
+        line.pointee.history = history
+        let predating = min(max(frames &+ delay &- history, 0), frames)
+        if predating > 0 { out.update(repeating: 0, count: predating) }
         var next = w &+ frames
         if next >= capacity { next &-= capacity }
         line.pointee.writeIndex = next
