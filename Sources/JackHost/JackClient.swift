@@ -27,6 +27,8 @@ public final class JackClient {
     public static var defaultServerName: String { ProcessInfoServerName.current }
     private var client: OpaquePointer?
     private var context: Unmanaged<CallbackContext>?
+    /// Where the info-shutdown callback leaves its flag and reason; freed in `deinit`.
+    private let shutdownNotice: UnsafeMutablePointer<ShutdownNotice>
     private var isActive = false
     /// Ports registered and not yet unregistered, unregistered one by one before closing.
     private var registered: [JackPort] = []
@@ -37,7 +39,8 @@ public final class JackClient {
     /// Opens a client on the named server (`nil`: `$JACK_DEFAULT_SERVER`, else `default`). Never
     /// starts a server. `events` is called on JACK's notification thread; it should only enqueue.
     /// `reportsLatency`: the client tells JACK its ports' latencies itself (`setLatencies`), for
-    /// outputs that hear their inputs late; only with `events`.
+    /// outputs that hear their inputs late; only with `events`. Whether the server went away is
+    /// not an event: poll `shutdownReason`.
     public init(name: String, server: String? = nil, reportsLatency: Bool = false,
                 events: (@Sendable (JackEvent) -> Void)? = nil) throws(JackError) {
         let resolvedServer = server ?? ProcessInfoServerName.current
@@ -51,7 +54,9 @@ public final class JackClient {
             throw .openFailed(client: name, status: flags)
         }
         client = opened
+        shutdownNotice = ShutdownNotice.make()
         self.name = String(cString: jack_get_client_name(opened))
+        jack_on_info_shutdown(opened, infoShutdownCallback, UnsafeMutableRawPointer(shutdownNotice))
         if let events {
             let context = Unmanaged.passRetained(CallbackContext(client: opened, handler: events))
             self.context = context
@@ -63,7 +68,6 @@ public final class JackClient {
                 try check("sample rate", jack_set_sample_rate_callback(opened, sampleRateCallback, arg))
                 try check("xrun", jack_set_xrun_callback(opened, xrunCallback, arg))
                 if reportsLatency { try check("latency", jack_set_latency_callback(opened, latencyCallback, arg)) }
-                jack_on_info_shutdown(opened, infoShutdownCallback, arg)
             } catch {
                 close()
                 throw error
@@ -71,7 +75,11 @@ public final class JackClient {
         }
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        // jack_client_close has returned: the info-shutdown callback can no longer run.
+        ShutdownNotice.destroy(shutdownNotice)
+    }
 
     private func check(_ what: String, _ code: Int32) throws(JackError) {
         if code != 0 { throw .callbackRegistrationFailed(what: what, code: code) }
@@ -83,6 +91,15 @@ public final class JackClient {
     }
 
     public var isOpen: Bool { client != nil }
+
+    /// Why the JACK server shut this client down (JACK's own words), or nil while it is there.
+    ///
+    /// JACK's info-shutdown notification may run on its real-time thread, so it only stores a
+    /// flag and the reason's bytes; nothing is sent anywhere. Poll this from the control thread
+    /// (a single atomic load while the server is there). Once it is non-nil the client is dead:
+    /// ask nothing more of it but `close()`. It stays readable after `close()`.
+    public var shutdownReason: String? { shutdownNotice.pointee.reason }
+
     public var sampleRate: Int { Int(jack_get_sample_rate(handle)) }
     public var bufferSize: Int { Int(jack_get_buffer_size(handle)) }
 
@@ -120,7 +137,7 @@ public final class JackClient {
             if isActive { jack_deactivate(client) }
             // The latency callback must not look at ports being unregistered.
             context?.takeUnretainedValue().latency.withLock { $0 = LatencyPlan() }
-            if let context, !context.takeUnretainedValue().serverGone.load(ordering: .acquiring) {
+            if !shutdownNotice.pointee.isServerGone {
                 for port in registered.reversed() { jack_port_unregister(client, port.pointer) }
             }
             registered = []

@@ -1,5 +1,6 @@
 /// Things JACK tells a client from its notification thread. Handlers only enqueue these; the
-/// control thread acts on them.
+/// control thread acts on them. The server going away is not one of them: JACK may report that
+/// on its process thread, where nothing may be enqueued; poll `JackClient.shutdownReason`.
 public enum JackEvent: Sendable, Equatable {
     case portRegistered(String)
     /// A port went away; its name is empty when JACK could no longer tell it.
@@ -9,6 +10,4 @@ public enum JackEvent: Sendable, Equatable {
     case bufferSizeChanged(Int)
     case sampleRateChanged(Int)
     case xrun
-    /// The server shut the client down or went away; the reason is JACK's text.
-    case shutdown(reason: String)
 }

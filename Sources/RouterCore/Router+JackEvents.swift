@@ -68,7 +68,7 @@ extension Router {
     }
 
     /// The server shut the client down (jackd stopped or crashed). JACK's notification only flags
-    /// it; here the client is closed, the router keeps every setting and keeps answering, and
+    /// it, and housekeeping sees the flag; here the client is closed, the router keeps every setting and keeps answering, and
     /// tries to join the server again with backoff.
     func serverLost(_ reason: String) {
         guard !stopped, link.client != nil else { return }
@@ -158,8 +158,6 @@ extension Router {
             republish()
         case .xrun:
             diagnostics.countXrun()
-        case let .shutdown(reason):
-            serverLost(reason)
         case let .portsConnected(_, destination):
             // Someone connected to an exclusive app: only its own sources stay.
             for app in inventory.apps where app.exclusive && app.ports.contains(where: { $0.name == destination }) {
@@ -209,6 +207,8 @@ extension Router {
             logger.notice("JACK xruns", metadata: ["new": "\(xruns.new)", "total": "\(xruns.total)"])
             onNotification(.xruns(total: xruns.total, new: xruns.new))
         }
+        // JACK's shutdown callback only raises a flag (it may run on the process thread).
+        if let reason = link.client?.shutdownReason { serverLost(reason) }
         guard let client = link.client else { return }
         engine.collectRetiredPlans()
         diagnostics.collectMeters(from: engine)

@@ -5,14 +5,13 @@ import Synchronization
 ///
 /// Ownership: `JackClient` retains one reference (`Unmanaged.passRetained`) before it registers the
 /// callbacks and releases it only after `jack_client_close` has returned, when JACK can no longer
-/// call any of them. The callbacks run on JACK's notification thread (never the process thread),
-/// so building strings and calling the handler there is allowed.
+/// call any of them. These callbacks run on JACK's notification thread (never the process thread),
+/// so building strings and calling the handler there is allowed. The info-shutdown callback is
+/// not among them: JACK2 may call it on the process thread, so it reaches only a `ShutdownNotice`.
 final class CallbackContext: @unchecked Sendable {
     // Written once before the callbacks are registered, read-only afterwards.
     let handler: @Sendable (JackEvent) -> Void
     let client: OpaquePointer
-    /// Set when JACK says the server shut the client down: nothing more may be asked of it.
-    let serverGone = Atomic<Bool>(false)
     /// The ports whose latency this client reports, for the latency callback.
     let latency = Mutex(LatencyPlan())
 
@@ -104,11 +103,4 @@ let latencyCallback: JackLatencyCallback = { mode, arg in
             jack_port_set_latency_range(port(input), mode, &set)
         }
     }
-}
-
-let infoShutdownCallback: JackInfoShutdownCallback = { _, reason, arg in
-    let text = reason.map { String(cString: $0) } ?? "unknown reason"
-    let context = CallbackContext.from(arg)
-    context.serverGone.store(true, ordering: .releasing)
-    context.handler(.shutdown(reason: text))
 }

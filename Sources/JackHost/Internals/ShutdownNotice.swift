@@ -1,0 +1,73 @@
+import CJack
+import Synchronization
+
+/// What JACK's info-shutdown callback leaves for the control thread: a flag and JACK's reason.
+///
+/// JACK2 may call that callback on its real-time process thread (in some failure paths of its
+/// process loop), so the callback only copies the reason's bytes into memory made in advance and
+/// then stores a flag: it allocates nothing, takes no lock, retains nothing, calls nothing else.
+/// The control thread polls `reason` (a load) and builds a `String` there.
+///
+/// Ownership: made by `JackClient.init` on the control thread before the callback is registered
+/// (`jack_on_info_shutdown`, with this block as its argument), and destroyed by `JackClient.deinit`
+/// after `jack_client_close` has returned, when JACK can no longer call the callback. The reason
+/// bytes are written once, by the one thread that moves `state` from `running` to `writing`, and
+/// read only by a thread that has seen `state` at `gone` with acquiring order.
+struct ShutdownNotice: ~Copyable {
+    /// Longer reasons are cut (JACK's are a few dozen bytes).
+    static let reasonCapacity = 256
+
+    private static let running: UInt8 = 0, writing: UInt8 = 1, gone: UInt8 = 2
+
+    private let state = Atomic<UInt8>(ShutdownNotice.running)
+    /// `reasonCapacity` bytes, always NUL-terminated once `state` is `gone`.
+    private let reasonBytes: UnsafeMutablePointer<CChar>
+
+    private init(reasonBytes: UnsafeMutablePointer<CChar>) { self.reasonBytes = reasonBytes }
+
+    static func make() -> UnsafeMutablePointer<ShutdownNotice> {
+        let bytes = UnsafeMutablePointer<CChar>.allocate(capacity: reasonCapacity)
+        bytes.initialize(repeating: 0, count: reasonCapacity)
+        let notice = UnsafeMutablePointer<ShutdownNotice>.allocate(capacity: 1)
+        notice.initialize(to: ShutdownNotice(reasonBytes: bytes))
+        return notice
+    }
+
+    /// Only once JACK can no longer call the callback.
+    static func destroy(_ notice: UnsafeMutablePointer<ShutdownNotice>) {
+        notice.pointee.reasonBytes.deallocate()
+        notice.deinitialize(count: 1)
+        notice.deallocate()
+    }
+
+    /// Records that the server is gone and why. Real-time safe; any thread; only the first call
+    /// counts.
+    @_noLocks
+    func record(reason: UnsafePointer<CChar>?) {
+        guard state.compareExchange(expected: Self.running, desired: Self.writing, ordering: .relaxed).exchanged else { return }
+        var length = 0
+        if let reason {
+            while length < Self.reasonCapacity - 1 && reason[length] != 0 {
+                reasonBytes[length] = reason[length]
+                length &+= 1
+            }
+        }
+        reasonBytes[length] = 0
+        state.store(Self.gone, ordering: .releasing)
+    }
+
+    /// Whether the server shut the client down.
+    var isServerGone: Bool { state.load(ordering: .acquiring) == Self.gone }
+
+    /// JACK's reason once the server is gone ("unknown reason" when JACK gave none); nil before.
+    /// Allocates: control thread.
+    var reason: String? {
+        guard isServerGone else { return nil }
+        return reasonBytes[0] == 0 ? "unknown reason" : String(cString: reasonBytes)
+    }
+}
+
+/// `jack_on_info_shutdown`'s callback; its argument is the client's `ShutdownNotice`.
+let infoShutdownCallback: JackInfoShutdownCallback = { _, reason, argument in
+    argument?.assumingMemoryBound(to: ShutdownNotice.self).pointee.record(reason: reason)
+}
