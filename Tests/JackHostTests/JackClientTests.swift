@@ -1,0 +1,257 @@
+import Engine
+import Foundation
+import JackHost
+import JackTestSupport
+import Synchronization
+import Testing
+
+/// The JACK client against a real server: a private `jackd -d dummy` per test (JackTestSupport).
+/// Serialized: JACK2 has room for only a few servers on a machine.
+@Suite("JackHost: JackClient", .serialized)
+struct JackClientTests {
+    @Test("a client opens on a running server with its settings, and closes (twice is harmless); its ports leave the graph")
+    func openAndClose() throws {
+        let server = try JackServer(sampleRate: 44100, period: 512)
+        defer { server.stop() }
+        let observer = try JackClient(name: "observer", server: server.name)
+        let client = try JackClient(name: "hosttest", server: server.name)
+        #expect(client.isOpen)
+        #expect(client.name == "hosttest")
+        #expect(client.serverName == server.name)
+        #expect(client.sampleRate == 44100)
+        #expect(client.bufferSize == 512)
+        _ = try client.registerAudioPort("in", direction: .input)
+        #expect(observer.portExists("hosttest:in"))
+        client.close()
+        #expect(!client.isOpen)
+        client.close()
+        #expect(!observer.portExists("hosttest:in"))
+    }
+
+    @Test("opening on a server that does not exist fails with serverUnavailable, naming the server")
+    func noServer() {
+        let name = "duckrouter-absent-\(getpid())"
+        #expect {
+            _ = try JackClient(name: "hosttest", server: name)
+        } throws: { error in
+            guard case let .serverUnavailable(server, _) = error as? JackError else { return false }
+            return server == name
+        }
+    }
+
+    @Test("ports register under the client's name, are found by name, pattern and direction, and unregister")
+    func registerAndUnregister() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let client = try JackClient(name: "hosttest", server: server.name)
+        let input = try client.registerAudioPort("in_1", direction: .input)
+        let output = try client.registerAudioPort("out_1", direction: .output)
+        #expect(input.name == "hosttest:in_1")
+        #expect(output.name == "hosttest:out_1")
+        #expect(client.portExists("hosttest:in_1") && client.portExists("hosttest:out_1"))
+        #expect(!client.portExists("hosttest:in_2"))
+        #expect(Set(client.ports(matching: "^hosttest:")) == ["hosttest:in_1", "hosttest:out_1"])
+        #expect(client.ports(matching: "^hosttest:", direction: .input) == ["hosttest:in_1"])
+        #expect(client.ports(matching: "^hosttest:", direction: .output) == ["hosttest:out_1"])
+        #expect(client.ports(direction: .output).contains("system:capture_1"), "the dummy driver's ports are in the graph")
+        client.unregister(input)
+        #expect(!client.portExists("hosttest:in_1"))
+        #expect(client.portExists("hosttest:out_1"))
+    }
+
+    @Test("a second port of the same name is refused, naming it; the first stays")
+    func duplicatePortName() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let client = try JackClient(name: "hosttest", server: server.name)
+        _ = try client.registerAudioPort("in", direction: .input)
+        #expect(throws: JackError.portRegistrationFailed(port: "hosttest:in")) {
+            _ = try client.registerAudioPort("in", direction: .output)
+        }
+        #expect(client.ports(matching: "^hosttest:") == ["hosttest:in"])
+    }
+
+    @Test("ports connect and disconnect by name; connecting twice is fine, disconnecting twice and unknown ports are refused")
+    func connectAndDisconnect() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let client = try JackClient(name: "hosttest", server: server.name)
+        _ = try client.registerAudioPort("out", direction: .output)
+        _ = try client.registerAudioPort("in", direction: .input)
+        try client.activate()   // JACK connects only the ports of active clients
+        try client.connect("hosttest:out", to: "hosttest:in")
+        try client.connect("system:capture_1", to: "hosttest:in")
+        #expect(Set(client.connections(of: "hosttest:in")) == ["hosttest:out", "system:capture_1"])
+        #expect(client.connections(of: "hosttest:out") == ["hosttest:in"])
+        try client.connect("hosttest:out", to: "hosttest:in")
+        try client.disconnect("hosttest:out", from: "hosttest:in")
+        #expect(client.connections(of: "hosttest:in") == ["system:capture_1"])
+        #expect {
+            try client.disconnect("hosttest:out", from: "hosttest:in")
+        } throws: { error in
+            guard case let .disconnectFailed(source, destination, _) = error as? JackError else { return false }
+            return source == "hosttest:out" && destination == "hosttest:in"
+        }
+        #expect {
+            try client.connect("hosttest:out", to: "nobody:in")
+        } throws: { error in
+            guard case let .connectFailed(source, destination, _) = error as? JackError else { return false }
+            return source == "hosttest:out" && destination == "nobody:in"
+        }
+        #expect(client.connections(of: "nobody:in").isEmpty)
+    }
+
+    @Test("a port's pretty name is set and read back through JACK's metadata; a port without one has none")
+    func prettyNames() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let client = try JackClient(name: "hosttest", server: server.name)
+        let port = try client.registerAudioPort("nav_in_1", direction: .input)
+        _ = try client.registerAudioPort("music_in_1", direction: .input)
+        #expect(client.setPrettyName(port, "Navigation (left)"))
+        #expect(client.prettyName(of: "hosttest:nav_in_1") == "Navigation (left)")
+        #expect(client.prettyName(of: "hosttest:music_in_1") == nil)
+        #expect(client.prettyName(of: "nobody:in") == nil)
+    }
+
+    @Test("the process callback runs on JACK's thread once per period with the period's frames, and stops on deactivate")
+    func processCallback() throws {
+        let server = try JackServer(period: 128)
+        defer { server.stop() }
+        let client = try JackClient(name: "hosttest", server: server.name)
+        let counter = UnsafeMutablePointer<CallbackCounter>.allocate(capacity: 1)
+        counter.initialize(to: CallbackCounter())
+        defer { counter.deinitialize(count: 1); counter.deallocate() }
+        try client.setProcessCallback(countingCallback, argument: UnsafeMutableRawPointer(counter))
+        try client.activate()
+        try waitFor("ten process cycles") { counter.pointee.cycles.load(ordering: .acquiring) >= 10 }
+        #expect(counter.pointee.frames.load(ordering: .relaxed) == 128)
+        #expect(pthread_equal(client.processThread, counter.pointee.thread.load(ordering: .relaxed)) != 0,
+                "the callback ran on the thread JACK reports as the client's process thread")
+        client.deactivate()
+        let stopped = counter.pointee.cycles.load(ordering: .acquiring)
+        // The server's own clock moving on by several periods is the event that proves the point.
+        let frame = client.frameTime
+        try waitFor("the server to run four more periods") { client.frameTime &- frame >= 4 * 128 }
+        #expect(counter.pointee.cycles.load(ordering: .acquiring) == stopped, "no cycle after deactivate()")
+    }
+
+    @Test("notifications arrive as events: ports registered, connected, disconnected and unregistered by another client")
+    func portEvents() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let events = EventLog()
+        let client = try JackClient(name: "hosttest", server: server.name, events: events.record)
+        try client.activate()
+        let other = try JackClient(name: "other", server: server.name)
+        // JACK2 announces a client's ports once that client is active.
+        try other.activate()
+        let port = try other.registerAudioPort("out", direction: .output)
+        try waitFor("the registration event") { events.contains(.portRegistered("other:out")) }
+        try other.connect("other:out", to: "system:playback_1")
+        try waitFor("the connection event") { events.contains(.portsConnected("other:out", "system:playback_1")) }
+        try other.disconnect("other:out", from: "system:playback_1")
+        try waitFor("the disconnection event") { events.contains(.portsDisconnected("other:out", "system:playback_1")) }
+        other.unregister(port)
+        try waitFor("the unregistration event") {
+            events.all.contains { if case .portUnregistered = $0 { true } else { false } }
+        }
+        #expect(!events.contains(.portRegistered("hosttest:in")), "nothing invented")
+    }
+
+    @Test("a period change made by someone else arrives as an event and in bufferSize")
+    func bufferSizeChange() throws {
+        let server = try JackServer(period: 256)
+        defer { server.stop() }
+        let events = EventLog()
+        let client = try JackClient(name: "hosttest", server: server.name, events: events.record)
+        try client.activate()
+        #expect(client.bufferSize == 256)
+        let tool = Process()
+        tool.executableURL = URL(fileURLWithPath: "/usr/bin/jack_bufsize")
+        tool.arguments = ["512"]
+        tool.environment = ["JACK_DEFAULT_SERVER": server.name]
+        tool.standardOutput = FileHandle.nullDevice
+        try tool.run()
+        tool.waitUntilExit()
+        #expect(tool.terminationStatus == 0)
+        try waitFor("the buffer-size event") { events.contains(.bufferSizeChanged(512)) }
+        #expect(client.bufferSize == 512)
+    }
+
+    @Test("reported latencies: an output that hears its inputs N frames late widens its capture latency by N at the top")
+    func latencyReporting() throws {
+        let server = try JackServer(period: 256)
+        defer { server.stop() }
+        let client = try JackClient(name: "hosttest", server: server.name, reportsLatency: true, events: { _ in })
+        let input = try client.registerAudioPort("in", direction: .input)
+        let late = try client.registerAudioPort("late", direction: .output)
+        let plain = try client.registerAudioPort("plain", direction: .output)
+        client.setLatencies(inputs: [input], outputs: [(late, 300), (plain, 0)])
+        try client.activate()
+        try client.connect("system:capture_1", to: "hosttest:in")
+        let source = try #require(client.captureLatency(of: "system:capture_1"))
+        #expect(source.upperBound > 0, "the dummy driver reports a capture latency")
+        try waitFor("JACK to recompute the latencies") {
+            client.captureLatency(of: "hosttest:late") == source.lowerBound...(source.upperBound + 300)
+        }
+        #expect(client.captureLatency(of: "hosttest:plain") == source)
+        client.setLatencies(inputs: [input], outputs: [(late, 600), (plain, 0)], recompute: true)
+        try waitFor("the recomputed latency") {
+            client.captureLatency(of: "hosttest:late") == source.lowerBound...(source.upperBound + 600)
+        }
+    }
+
+    @Test("a client whose server is killed (SIGKILL) sees shutdownReason become non-nil on its own, with no event or handler involved; close() then works")
+    func serverKilled() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        // No event handler at all: the flag alone must tell.
+        let client = try JackClient(name: "hosttest", server: server.name)
+        _ = try client.registerAudioPort("in", direction: .input)
+        try client.activate()
+        #expect(client.shutdownReason == nil, "nil while the server is there")
+        server.kill9()
+        try waitFor("shutdownReason after the server was killed") { client.shutdownReason != nil }
+        let reason = try #require(client.shutdownReason)
+        #expect(!reason.isEmpty)
+        client.close()
+        #expect(!client.isOpen)
+        #expect(client.shutdownReason == reason, "still readable after close()")
+    }
+}
+
+/// What the counting process callback saw, in memory the test owns.
+struct CallbackCounter: ~Copyable {
+    let cycles = Atomic<Int>(0)
+    let frames = Atomic<UInt32>(0)
+    let thread = Atomic<UInt>(0)
+}
+
+/// Counts cycles; real-time safe (atomics only).
+let countingCallback: JackClient.ProcessCallback = { frames, argument in
+    let counter = argument!.assumingMemoryBound(to: CallbackCounter.self)
+    counter.pointee.frames.store(frames, ordering: .relaxed)
+    counter.pointee.thread.store(pthread_self(), ordering: .relaxed)
+    counter.pointee.cycles.add(1, ordering: .releasing)
+    return 0
+}
+
+/// The events a client's handler received, in order.
+final class EventLog: Sendable {
+    private let events = Mutex<[JackEvent]>([])
+    var record: @Sendable (JackEvent) -> Void { { [self] event in events.withLock { $0.append(event) } } }
+    var all: [JackEvent] { events.withLock { $0 } }
+    func contains(_ event: JackEvent) -> Bool { all.contains(event) }
+}
+
+/// Polls `condition` until it holds or `timeout` seconds pass.
+func waitFor(_ what: String, timeout: Double = 5, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return }
+        Thread.sleep(forTimeInterval: 0.01)
+    }
+    struct TimedOut: Error, CustomStringConvertible { let description: String }
+    throw TimedOut(description: "timed out after \(timeout) s waiting for \(what)")
+}
