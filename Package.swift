@@ -67,7 +67,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "duckbench", dependencies: [
-            "Engine", "CMixReference",
+            "Engine", "CMixReference", "CFloatEnvironment",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The OSC control path of a running router, measured from outside: command latency to the

@@ -5,7 +5,9 @@
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
 # Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
 # and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
-#   BENCH_PARTS chooses what runs (default "kernel router scale osc").
+#   BENCH_PARTS chooses what runs (default "kernel denormals router scale osc").
+# denormals: the Swift kernel on normal and subnormal signals with flush-to-zero/denormals-are-zero
+# off and on, and the engine's whole cycle (duckbench --denormals; DENORMAL_RUNS, default 21).
 # scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
 # apps, timed from outside by scripts/proctime.c (LD_PRELOAD) for duckrouter and jack_mix_box alike,
 # beside the C reference and Swift kernels alone (duckbench --per-cycle); SCALE_SECONDS (default 10)
@@ -24,7 +26,7 @@ mkdir -p "$out"
 # dies uncleanly keeps its entry unless a later server takes the same name.
 server="duckbench"
 export JACK_DEFAULT_SERVER=$server
-parts=" ${BENCH_PARTS:-kernel router scale osc} "
+parts=" ${BENCH_PARTS:-kernel denormals router scale osc} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
@@ -56,6 +58,12 @@ instructions() {
         printf '%-10s  %14d  %14d  %6s\n' $scene $c $v "$(python3 -c "print(f'{$v / $c:.2f}')")"
     done
 } | tee "$out/kernel-instructions.txt"
+fi
+
+if part denormals; then
+echo "== Denormals (duckbench --denormals): 128 stereo apps into 4 stereo routes, $period frames"
+.build/release/duckbench --denormals --apps 128 --frames $period --runs "${DENORMAL_RUNS:-21}" --cycles 5000 | tee "$out/denormals.txt"
+.build/release/duckbench --denormals --apps 128 --frames $period --runs "${DENORMAL_RUNS:-21}" --cycles 5000 --markdown > "$out/denormals.md"
 fi
 
 start_jackd() {
