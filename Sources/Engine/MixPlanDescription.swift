@@ -9,8 +9,11 @@ public struct MixPlanDescription: Sendable {
         /// The stable index of this channel in the input meters.
         public var meterSlot: Int32
         /// The level watch this channel's peak goes to each cycle (`Engine.collectLevels`), or -1.
+        /// A watch whose channels change between plans starts its peak afresh.
         public var watch: Int32
-        /// Delayed outputs hear this channel `lookaheadFrames` late (others hear it at once).
+        /// Delayed outputs hear this channel `lookaheadFrames` late (others hear it at once). A
+        /// channel that was not delayed in the plan published before (or whose meter slot was
+        /// another port's) starts from silence: its look-ahead never replays older audio.
         public var delayed: Bool
         public init(port: PortHandle, meterSlot: Int32, watch: Int32 = -1, delayed: Bool = false) {
             self.port = port
