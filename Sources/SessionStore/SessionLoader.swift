@@ -109,7 +109,7 @@ private struct Validator {
         }
         if let value = root["ducking"] { session.ducking = ducking(value) }
         if let value = root["apps"] { session.apps = apps(value, routes: session.routes) }
-        if let value = root["volumes"] { session.volumes = volumes(value, routes: session.routes) }
+        if let value = root["volumes"] { session.volumes = volumes(value, routes: session.routes, apps: session.apps) }
         return session
     }
 
@@ -311,28 +311,33 @@ private struct Validator {
         return links
     }
 
-    mutating func volumes(_ value: JSONValue, routes: [Session.Route]) -> Session.Volumes {
+    /// Volumes by route and by app name; each name must be declared in the file (an app
+    /// registered over OSC keeps its volume in the state file, not here).
+    mutating func volumes(_ value: JSONValue, routes: [Session.Route], apps: [Session.App]) -> Session.Volumes {
         var volumes = Session.Volumes()
         guard let fields = object(value, "volumes", allowed: SessionLoader.fields["volumes"]!) else { return volumes }
-        if let v = fields["routes"], let table = object(v, "volumes.routes", allowed: nil) {
-            let known = Set(routes.map(\.name))
-            for key in table.keys.sorted() {
-                let path = "volumes.routes.\(key)"
-                guard known.contains(key) else {
-                    fail(path, "no route named '\(key)' is declared in routes")
-                    continue
-                }
-                if let level = number(table[key]!, path, in: 0...1, unit: "(a slider position)") { volumes.routes[key] = level }
-            }
+        if let v = fields["routes"] {
+            volumes.routes = sliderPositions(v, "volumes.routes", of: "route", declared: Set(routes.map(\.name)))
         }
-        if let v = fields["apps"], let table = object(v, "volumes.apps", allowed: nil) {
-            for key in table.keys.sorted() {
-                if let level = number(table[key]!, "volumes.apps.\(key)", in: 0...1, unit: "(a slider position)") {
-                    volumes.apps[key] = level
-                }
-            }
+        if let v = fields["apps"] {
+            volumes.apps = sliderPositions(v, "volumes.apps", of: "app", declared: Set(apps.map(\.name)))
         }
         return volumes
+    }
+
+    /// `{"name": 0.8, …}`: a slider position per declared route or app (`kind`).
+    mutating func sliderPositions(_ value: JSONValue, _ path: String, of kind: String, declared: Set<String>) -> [String: Double] {
+        guard let table = object(value, path, allowed: nil) else { return [:] }
+        var positions: [String: Double] = [:]
+        for key in table.keys.sorted() {
+            let keyPath = "\(path).\(key)"
+            guard declared.contains(key) else {
+                fail(keyPath, "no \(kind) named '\(key)' is declared in \(kind)s")
+                continue
+            }
+            if let level = number(table[key]!, keyPath, in: 0...1, unit: "(a slider position)") { positions[key] = level }
+        }
+        return positions
     }
 
     // MARK: Typed reads; each records a problem and returns nil when the value does not fit.
