@@ -173,10 +173,16 @@ private struct Transition {
                 guard state.apps[index].configuration.category == .multiRoute else {
                     throw PolicyError(.badArgument, "'\(name)' is not a multiRoute app: only multiRoute apps have a channel map")
                 }
+                var listed: Set<ChannelLink> = []
                 for link in links {
                     try checkRoute(link.route)
                     guard link.appChannel >= 1, link.routeChannel >= 1 else {
                         throw PolicyError(.badArgument, "channel map \(link): channels count from 1")
+                    }
+                    // Two app channels onto one route channel are a sum the map asks for; one
+                    // link listed twice would play that channel twice over, 6 dB too loud.
+                    guard listed.insert(link).inserted else {
+                        throw PolicyError(.badArgument, "channel map lists \(link) twice: list each link once")
                     }
                 }
             }

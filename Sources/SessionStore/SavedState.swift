@@ -134,6 +134,13 @@ extension Session {
             let options = app.options.compactMap(CategoryOption.init(rawValue:))
             let remote = app.remote.compactMap(RemoteCommand.init(rawValue:))
             let resume = ResumePolicy(rawValue: app.resume) ?? .app
+            let activation = app.activation.flatMap(Activation.init(rawValue:)) ?? .osc
+            // What the policy would refuse (a hand-edited file) must not stop the router starting.
+            do throws(PolicyError) {
+                try AppConfiguration(name: app.name, category: category, options: Set(options), mode: mode).validate()
+            } catch {
+                notes.append("app '\(app.name)': \(error.message)"); continue
+            }
             var links: [ChannelLink]?
             if let lines = app.channelmap {
                 links = []
@@ -144,10 +151,15 @@ extension Session {
                         notes.append("app '\(app.name)': channel map line \(line.channel) → \(line.target) no longer fits the session")
                         continue
                     }
-                    links?.append(ChannelLink(appChannel: line.channel, route: route.name, routeChannel: k))
+                    let link = ChannelLink(appChannel: line.channel, route: route.name, routeChannel: k)
+                    // Once is the link; twice would play it 6 dB louder (the policy refuses that).
+                    guard links?.contains(link) == false else {
+                        notes.append("app '\(app.name)': channel map line \(line.channel) → \(line.target) a second time")
+                        continue
+                    }
+                    links?.append(link)
                 }
             }
-            let activation = app.activation.flatMap(Activation.init(rawValue:)) ?? .osc
             let signal = app.signal?.detection ?? SignalDetection()
             if let index = session.apps.firstIndex(where: { $0.name == app.name }) {
                 // A session app keeps its ports (channels) and patchbay rules; what was changed at

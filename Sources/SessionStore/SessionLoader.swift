@@ -272,6 +272,8 @@ private struct Validator {
     }
 
     /// `[[1, "headphones:1"], [2, "speaker:2"]]`: app channel, then `route:channel`, both from 1.
+    /// Two app channels onto one route channel are a sum, as written; one link written twice
+    /// would play that channel 6 dB louder, so it is an error.
     mutating func channelMap(_ value: JSONValue, _ path: String, app: Session.App, routes: [Session.Route]) -> [ChannelLink]? {
         guard let items = array(value, path) else { return nil }
         if app.category != .multiRoute {
@@ -279,6 +281,7 @@ private struct Validator {
             return nil
         }
         var links: [ChannelLink] = []
+        var seen: [ChannelLink: Int] = [:]
         for (i, item) in items.enumerated() {
             let itemPath = "\(path)[\(i)]"
             guard case let .array(pair) = item, pair.count == 2,
@@ -306,7 +309,13 @@ private struct Validator {
                 fail(itemPath, "route channel: '\(routeName)' has channels 1 to \(route.channelCount), got \(routeChannel)")
                 continue
             }
-            links.append(ChannelLink(appChannel: Int(channel), route: routeName, routeChannel: routeChannel))
+            let link = ChannelLink(appChannel: Int(channel), route: routeName, routeChannel: routeChannel)
+            if let first = seen[link] {
+                fail(itemPath, "\(link) is already listed at \(path)[\(first)]")
+                continue
+            }
+            seen[link] = i
+            links.append(link)
         }
         return links
     }

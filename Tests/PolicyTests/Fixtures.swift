@@ -16,8 +16,10 @@ enum Apps {
     static let book = AppConfiguration(name: "book", category: .playback, mode: .spokenAudio, resume: .auto)
     static let podcast = AppConfiguration(name: "podcast", category: .playback, mode: .spokenAudio)
     static let recorder = AppConfiguration(name: "recorder", category: .record)
+    /// A DJ deck playing to every route at once (a cue on the headphones, the mix on the speaker).
+    static let dj = AppConfiguration(name: "dj", category: .multiRoute, options: [.mixWithOthers])
 
-    static let all = [music, player2, language, voip, game, soloGame, radio, nav, mic, book, podcast, recorder]
+    static let all = [music, player2, language, voip, game, soloGame, radio, nav, mic, book, podcast, recorder, dj]
 }
 
 /// A policy with every fixture app registered, two routes, and the default ducking.

@@ -52,6 +52,10 @@ let refusals: [Refusal] = [
     Refusal(name: "seek to NaN", event: .remoteCommand(.seek, value: .nan), code: .badArgument, mentions: "seek"),
     Refusal(name: "play with a value", event: .remoteCommand(.play, value: 1), code: .badArgument, mentions: "no value"),
     Refusal(name: "an outside interruption without a source", event: .outsideInterruptionBegan(source: ""), code: .badArgument, mentions: "source"),
+    Refusal(name: "a channel map that lists one link twice",
+            event: .setChannelMap(app: "dj", [ChannelLink(appChannel: 2, route: "headphones", routeChannel: 1),
+                                              ChannelLink(appChannel: 2, route: "headphones", routeChannel: 1)]),
+            code: .badArgument, mentions: "2 → headphones:1 twice"),
 ]
 
 @Suite("Policy refusals")

@@ -25,7 +25,8 @@ struct SavedStateTests {
                        .init(name: "synth", category: "ambient", options: [], mode: "default", remote: [], resume: "auto",
                              channels: 1, channelmap: nil),
                        .init(name: "dj", category: "multiRoute", options: ["mixWithOthers"], mode: "default", remote: [],
-                             resume: "app", channels: 2, channelmap: [.init(channel: 1, target: "pa:2"), .init(channel: 2, target: "hdmi:1")]),
+                             resume: "app", channels: 2, channelmap: [.init(channel: 1, target: "pa:2"), .init(channel: 2, target: "hdmi:1"),
+                                                                 .init(channel: 1, target: "pa:2")]),
                    ])
     }
 
@@ -44,8 +45,26 @@ struct SavedStateTests {
         #expect(notes == [
             "volume of route 'hdmi', which is no longer in the session",
             "app 'dj': channel map line 2 → hdmi:1 no longer fits the session",
+            "app 'dj': channel map line 1 → pa:2 a second time",
             "volume of app 'gone', which no longer exists",
         ], "\(notes)")
+    }
+
+    @Test("a saved app the policy would refuse (a hand-edited file) is left out and said, so the router still starts from the session")
+    func refusedConfiguration() throws {
+        var state = saved()
+        state.apps = [
+            .init(name: "music", category: "ambient", options: ["duckOthers"], mode: "default", remote: [], resume: "app",
+                  channels: 2, channelmap: nil),
+            .init(name: "my synth", category: "ambient", options: [], mode: "default", remote: [], resume: "app", channels: 1, channelmap: nil),
+        ]
+        let (merged, notes) = try session().applying(state)
+        let music = try #require(merged.apps.first { $0.name == "music" })
+        #expect(music.category == .playback && music.options.isEmpty, "the session's own configuration stays")
+        #expect(merged.apps.map(\.name) == ["music", "dj"])
+        #expect(merged.apps.allSatisfy { (try? $0.configuration.validate()) != nil })
+        #expect(notes.contains("app 'music': category ambient takes no options (got duckOthers); options are for playback, playAndRecord and multiRoute"), "\(notes)")
+        #expect(notes.contains("app 'my synth': expected a name of 1 to 48 letters, digits, '-', '_' or '.', got 'my synth'"), "\(notes)")
     }
 
     @Test("saved atomically and read back; no temporary file is left")

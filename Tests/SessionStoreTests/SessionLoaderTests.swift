@@ -126,11 +126,24 @@ struct SessionLoaderTests {
          "Sessions/test.json:1 apps[0].channelmap[0]: expected [app channel, \"route:channel\"], such as [1, \"headphones:1\"]"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "m", "category": "playback", "channelmap": [[1, "pa:1"]]}]}"#,
          "Sessions/test.json:1 apps[0].channelmap: only multiRoute apps have a channel map (this one is playback)"),
+        (#"{"routes": [{"name": "pa", "ports": ["s:1", "s:2"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "pa:1"], [2, "pa:1"], [1, "pa:1"]]}]}"#,
+         "Sessions/test.json:1 apps[0].channelmap[2]: 1 → pa:1 is already listed at apps[0].channelmap[0]"),
     ])
     func brokenFiles(json: String, expected: String) {
         let lines = problems(json)
         #expect(lines.count == 1, "\(lines)")
         #expect(lines.first?.hasPrefix(expected) == true, "got \(lines)")
+    }
+
+    @Test("a channel map may sum two app channels onto one route channel (each link listed once)")
+    func channelMapSum() throws {
+        let session = try parse(#"""
+            {"routes": [{"name": "pa", "ports": ["s:1", "s:2"]}],
+             "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "pa:1"], [2, "pa:1"], [2, "pa:2"]]}]}
+            """#)
+        #expect(session.apps[0].channelMap == [ChannelLink(appChannel: 1, route: "pa", routeChannel: 1),
+                                               ChannelLink(appChannel: 2, route: "pa", routeChannel: 1),
+                                               ChannelLink(appChannel: 2, route: "pa", routeChannel: 2)])
     }
 
     @Test("each problem names the line its value is on (a missing field: its object's line)")
