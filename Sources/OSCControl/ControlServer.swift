@@ -594,8 +594,8 @@ public final class ControlServer: @unchecked Sendable {
             OSCMessage("/duckrouter/volume", [.float(Float(volume)), .string(route)])
         case let .remote(app, command, value):
             OSCMessage("/duckrouter/remote", [.string(app), .string(command.rawValue)] + (value.map { [.float(Float($0))] } ?? []))
-        case let .route(reason, route, previous):
-            OSCMessage("/duckrouter/route", [.string(reason.rawValue), .string(route), .string(previous)])
+        case let .route(reason, route, previous, app):
+            OSCMessage("/duckrouter/route", [.string(reason.rawValue), .string(route), .string(previous)] + (app.map { [.string($0)] } ?? []))
         case let .duckReleased(app, released):
             OSCMessage("/duckrouter/duck", [.string(app), .string(released ? "released" : "holding")])
         }

@@ -4,13 +4,30 @@ public enum InterruptionPhase: String, Sendable {
 }
 
 /// Why an interruption happened (DESIGN.md §3).
-public enum InterruptionReason: String, Sendable {
-    case `default`, routeDisconnected, builtInMicMuted
+///
+/// DESIGN.md also lists `builtInMicMuted` (a phone's microphone muted by a hardware switch or a
+/// closed cover). A JACK rig has no such switch that JACK reports: a muted microphone is a mixer
+/// control of the sound card, outside the JACK graph, and its ports stay and carry silence. The
+/// router cannot tell it from a quiet room, so that reason is never sent and is not declared.
+public enum InterruptionReason: String, CaseIterable, Sendable {
+    /// Another app, a spoken-audio interrupter or an outside interruption (§5.2, §5.5, §5.11).
+    case `default`
+    /// A private route the app played through went away (§5.9).
+    case routeDisconnected
 }
 
-/// Why the current route changed (DESIGN.md §3, `/duckrouter/route`).
-public enum RouteChangeReason: String, Sendable {
-    case newDeviceAvailable, oldDeviceUnavailable, override, categoryChange, noSuitableRouteForCategory
+/// Why a route changed (DESIGN.md §3, `/duckrouter/route`; docs/POLICY.md, "Routes").
+public enum RouteChangeReason: String, CaseIterable, Sendable {
+    /// A route became available and is now the current one (last in wins).
+    case newDeviceAvailable
+    /// The current route went away; the next one (or none) is current.
+    case oldDeviceUnavailable
+    /// A person selected the route.
+    case override
+    /// An app's category change moved it to other routes (to or from multiRoute); to that app.
+    case categoryChange
+    /// An app activated and no route can carry it; to that app.
+    case noSuitableRouteForCategory
 }
 
 /// What apps and control surfaces are told (the `/duckrouter/...` notifications of DESIGN.md §3).
@@ -24,7 +41,9 @@ public enum PolicyNotification: Equatable, Sendable {
     case systemVolume(route: String, volume: Double)
     case remote(app: String, command: RemoteCommand, value: Double?)
     /// The current output route changed (`route` or `previous` is empty when there is or was none).
-    case route(reason: RouteChangeReason, route: String, previous: String)
+    /// With `app`, that app's own routes changed (`categoryChange`) or none can carry it
+    /// (`noSuitableRouteForCategory`): `route` and `previous` list its routes, comma-separated.
+    case route(reason: RouteChangeReason, route: String, previous: String, app: String? = nil)
     /// An app's duck was released after `unduckAfter` of silence (true) or holds again (false).
     case duckReleased(app: String, released: Bool)
 
@@ -32,7 +51,8 @@ public enum PolicyNotification: Equatable, Sendable {
     public var app: String? {
         switch self {
         case let .interruption(app, _, _, _), let .appState(app, _, _, _), let .remote(app, _, _), let .duckReleased(app, _): app
-        case .silentSwitch, .systemVolume, .route: nil
+        case let .route(_, _, _, app): app
+        case .silentSwitch, .systemVolume: nil
         }
     }
 }

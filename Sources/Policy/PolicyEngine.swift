@@ -285,9 +285,11 @@ private struct Transition {
         var configuration = configuration
         configuration.activation = previous.activation
         guard previous != configuration else { return }
+        let previousRoutes = state.routes(of: state.apps[index])
         state.apps[index].configuration = configuration
         ordered.append(.appChanged(configuration))
         save = true
+        announceCategoryChange(of: index, from: previousRoutes)
         guard state.apps[index].isActive else { return }
         // An active app that changes category keeps playing under its new rules, as if it had
         // just been activated; spoken audio it paused and may no longer pause gets to resume.
@@ -297,7 +299,19 @@ private struct Transition {
         interruptOthers(for: index)
     }
 
-    /// setActive(true): may interrupt others (§5.2, §5.5) or be refused (§5.11).
+    /// A category change that moves the app to other routes (to or from multiRoute) says so to
+    /// the app: `categoryChange`, its routes now and before.
+    mutating func announceCategoryChange(of index: Int, from previous: [String]) {
+        let routes = state.routes(of: state.apps[index])
+        guard routes != previous else { return }
+        ordered.append(.notify(.route(reason: .categoryChange, route: routes.joined(separator: ","),
+                                      previous: previous.joined(separator: ","), app: state.apps[index].name)))
+    }
+
+    /// setActive(true): may interrupt others (§5.2, §5.5) or be refused (§5.11). An app that
+    /// plays where no route can carry it is told so, and is active all the same: it is heard as
+    /// soon as a route comes. A `record` app is there for the input route, which the policy does
+    /// not track, so it needs none.
     mutating func activate(_ index: Int) throws(PolicyError) {
         let app = state.apps[index]
         guard !app.isActive else { return }
@@ -306,6 +320,9 @@ private struct Transition {
         state.apps[index].duckReleased = false
         state.apps[index].activationSequence = state.nextActivationSequence
         state.nextActivationSequence += 1
+        if app.configuration.category != .record && state.routes(of: app).isEmpty {
+            ordered.append(.notify(.route(reason: .noSuitableRouteForCategory, route: "", previous: "", app: app.name)))
+        }
         interruptOthers(for: index)
     }
 

@@ -165,6 +165,15 @@ public struct PolicyState: Equatable, Sendable {
         return availableRoutes.last
     }
 
+    /// The routes an app's sound goes to now, in session order: the current route, or for a
+    /// multiRoute app every available route (those its channel map names, when it has one).
+    /// Empty: no route can carry it.
+    public func routes(of app: AppSession) -> [String] {
+        guard app.configuration.category == .multiRoute else { return currentRoute.map { [$0] } ?? [] }
+        let mapped = app.channelMap.map { Set($0.map(\.route)) }
+        return systemVolumes.map(\.route).filter { availableRoutes.contains($0) && mapped?.contains($0) != false }
+    }
+
     /// The app that remote commands go to (DESIGN.md §5.12): the most recently activated
     /// non-mixable playback app that declared remote commands.
     public var nowPlaying: String? {

@@ -18,6 +18,10 @@ enum Expect: Sendable {
     case ramp(String, Double)
     /// The last event did (or did not) ask for a save.
     case saves(Bool)
+    /// The last event produced this effect.
+    case effect(PolicyEffect)
+    /// The last event produced no `/duckrouter/route` notification.
+    case noRouteNotification
 }
 
 /// One row: the rule it checks, what happened before, the event under test, and what follows.
@@ -27,6 +31,8 @@ struct Scenario: Sendable, CustomTestStringConvertible {
     var given: [PolicyEvent] = []
     var when: PolicyEvent
     var expect: [Expect]
+    /// Routes whose audio stops when they go (headphones), for the route rows.
+    var privateRoutes: Set<String> = []
 
     var testDescription: String { "§\(rule) \(name)" }
 }
@@ -271,7 +277,7 @@ private let voice = AppConfiguration(name: "voice", category: .playback, options
 
 @Suite("Policy rules (DESIGN.md §5)")
 struct PolicyScenarioTests {
-    @Test(arguments: scenarios)
+    @Test(arguments: scenarios + routeScenarios)
     func scenario(_ scenario: Scenario) throws {
         var ducking = DuckingSettings()
         if scenario.name.contains("per-pair") {
@@ -280,7 +286,7 @@ struct PolicyScenarioTests {
         if scenario.name.contains("several duckers") || scenario.name.contains("deeper ducker") {
             ducking.rules = [DuckingRule(ducker: "mic", ducked: "music", level: -20)]
         }
-        var policy = makePolicy(ducking: ducking)
+        var policy = makePolicy(ducking: ducking, privateRoutes: scenario.privateRoutes)
         for event in scenario.given { try policy.apply(event) }
         let before = policy.state
         var effects: [PolicyEffect] = []
@@ -309,6 +315,10 @@ struct PolicyScenarioTests {
                 #expect(ramps == [ms], "\(app): \(ramps)")
             case let .saves(expected):
                 #expect(effects.contains(.save) == expected)
+            case let .effect(effect):
+                #expect(effects.contains(effect), "\(effect) in \(effects)")
+            case .noRouteNotification:
+                #expect(!effects.contains { if case .notify(.route) = $0 { true } else { false } }, "\(effects)")
             }
         }
         if !scenario.expect.contains(where: { if case .refused = $0 { true } else { false } }) {
