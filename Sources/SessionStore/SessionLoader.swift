@@ -139,19 +139,29 @@ private struct Validator {
         return items
     }
 
-    mutating func routes(_ value: JSONValue) -> [Session.Route] {
-        guard let list = array(value, "routes") else { return [] }
-        var routes: [Session.Route] = []
+    /// The items of a list of named objects (`routes`, `apps`) with their paths; an item that is
+    /// not an object, or whose name is bad or already declared, is reported and left out.
+    mutating func namedItems(_ value: JSONValue, _ list: String, kind: String) -> [(path: String, fields: [String: JSONValue], name: String)] {
+        guard let items = array(value, list) else { return [] }
+        var named: [(path: String, fields: [String: JSONValue], name: String)] = []
         var seen: [String: Int] = [:]
-        for (i, item) in list.enumerated() {
-            let path = "routes[\(i)]"
-            guard let fields = object(item, path, allowed: SessionLoader.fields["route"]!) else { continue }
+        for (i, item) in items.enumerated() {
+            let path = "\(list)[\(i)]"
+            guard let fields = object(item, path, allowed: SessionLoader.fields[kind]!) else { continue }
             guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
             if let first = seen[name] {
-                fail("\(path).name", "route '\(name)' is already declared at routes[\(first)]")
+                fail("\(path).name", "\(kind) '\(name)' is already declared at \(list)[\(first)]")
                 continue
             }
             seen[name] = i
+            named.append((path, fields, name))
+        }
+        return named
+    }
+
+    mutating func routes(_ value: JSONValue) -> [Session.Route] {
+        var routes: [Session.Route] = []
+        for (path, fields, name) in namedItems(value, "routes", kind: "route") {
             guard let portsValue = required(fields, "ports", path) else { continue }
             let ports = strings(portsValue, "\(path).ports", portNames: true)
             if ports.isEmpty {
@@ -204,18 +214,8 @@ private struct Validator {
     }
 
     mutating func apps(_ value: JSONValue, routes: [Session.Route]) -> [Session.App] {
-        guard let list = array(value, "apps") else { return [] }
         var apps: [Session.App] = []
-        var seen: [String: Int] = [:]
-        for (i, item) in list.enumerated() {
-            let path = "apps[\(i)]"
-            guard let fields = object(item, path, allowed: SessionLoader.fields["app"]!) else { continue }
-            guard let name = required(fields, "name", path).flatMap({ portSafeName($0, "\(path).name") }) else { continue }
-            if let first = seen[name] {
-                fail("\(path).name", "app '\(name)' is already declared at apps[\(first)]")
-                continue
-            }
-            seen[name] = i
+        for (path, fields, name) in namedItems(value, "apps", kind: "app") {
             var app = Session.App(name: name)
             if let v = fields["category"], let c: Category = word(v, "\(path).category") { app.category = c }
             if let v = fields["options"], let items = array(v, "\(path).options") {
