@@ -73,7 +73,14 @@ struct LatencyPlan: Sendable {
 /// some outputs (look-ahead routes) some of them up to that many frames later: their range
 /// widens by that much at the top.
 let latencyCallback: JackLatencyCallback = { mode, arg in
-    let plan = CallbackContext.from(arg).latency.withLock { $0 }
+    // All of it under the lock: `setLatencies` swaps the plan (under the same lock) before the
+    // router unregisters a port the new plan leaves out, so no port is touched here once it is
+    // gone, and no copy of the plan outlives the one in force (found by make tsan).
+    CallbackContext.from(arg).latency.withLock { plan in reportLatencies(plan, mode: mode) }
+}
+
+/// Sets the latency ranges of `plan`'s ports for `mode` (JACK's notification thread).
+private func reportLatencies(_ plan: LatencyPlan, mode: jack_latency_callback_mode_t) {
     func port(_ bits: UInt) -> OpaquePointer { OpaquePointer(bitPattern: bits)! }
     var range = jack_latency_range_t(min: 0, max: 0)
     if mode == JackCaptureLatency {
