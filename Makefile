@@ -5,7 +5,7 @@ SESSION  ?= Sessions/default.json
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 
-.PHONY: all deps build release run test bench fuzz soak clean
+.PHONY: all deps build release run test tsan bench fuzz soak clean
 
 all: build
 
@@ -28,6 +28,11 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
 
+## The unit and integration suites under ThreadSanitizer: any report fails (scripts/tsan.sh).
+tsan: deps
+	@scripts/install-python-deps.sh
+	scripts/tsan.sh
+
 ## Benchmarks; figures go into docs/PERFORMANCE.md.
 bench: deps
 	@scripts/install-deps.sh $(BENCH_PACKAGES)
@@ -48,4 +53,4 @@ fuzz: deps
 	scripts/fuzz.sh
 
 clean:
-	rm -rf .build .build-fuzz
+	rm -rf .build .build-fuzz .build-tsan

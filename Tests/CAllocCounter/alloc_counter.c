@@ -43,6 +43,21 @@ void CAllocCounter_stop(void) { atomic_store(&watching, 0); }
 uint64_t CAllocCounter_allocations(void) { return atomic_load(&allocations); }
 uint64_t CAllocCounter_frees(void) { return atomic_load(&frees); }
 
+#if defined(__has_feature)
+#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#    define CALLOCCOUNTER_UNDER_SANITIZER 1
+#  endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#  define CALLOCCOUNTER_UNDER_SANITIZER 1
+#endif
+
+#ifdef CALLOCCOUNTER_UNDER_SANITIZER
+int CAllocCounter_is_available(void) { return 0; }
+#else
+int CAllocCounter_is_available(void) { return 1; }
+#endif
+
 int CAllocCounter_is_active(void) {
     atomic_store(&interposed, 0);
     void *volatile p = malloc(16);
@@ -50,6 +65,7 @@ int CAllocCounter_is_active(void) {
     return atomic_load(&interposed);
 }
 
+#ifndef CALLOCCOUNTER_UNDER_SANITIZER
 void *malloc(size_t size) { count_allocation(); return __libc_malloc(size); }
 void *calloc(size_t n, size_t size) { count_allocation(); return __libc_calloc(n, size); }
 void *realloc(void *p, size_t size) { count_allocation(); return __libc_realloc(p, size); }
@@ -70,3 +86,4 @@ void free(void *p) {
     if (p != NULL && on_watched_thread()) atomic_fetch_add_explicit(&frees, 1, memory_order_relaxed);
     __libc_free(p);
 }
+#endif

@@ -18,5 +18,9 @@ uint64_t CAllocCounter_allocations(void);
 uint64_t CAllocCounter_frees(void);
 /// Whether the interposer is the process's malloc (false means the counts prove nothing).
 int CAllocCounter_is_active(void);
+/// Whether this build interposes at all: not under a sanitizer, whose runtime owns malloc (the
+/// interposer would bypass it and crash the process). Tests that count allocations are skipped
+/// when this is 0 (`make tsan`); every other build counts.
+int CAllocCounter_is_available(void);
 
 #endif
