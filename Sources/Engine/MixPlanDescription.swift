@@ -51,6 +51,9 @@ public struct MixPlanDescription: Sendable {
     /// How far behind delayed outputs hear their inputs, in frames (0: no delay lines). At most
     /// `Engine.Configuration.maxLookaheadFrames`.
     public var lookaheadFrames = 0
+    /// A delay line that starts afresh (silent for `lookaheadFrames`) fades its first samples in
+    /// over this many frames, so a voice that becomes delayed comes back without a step.
+    public var lookaheadFadeFrames = 0
 
     public init(inputs: [Input] = [], outputs: [Output] = [], resetSlots: [Int32] = [], startFrame: UInt32? = nil) {
         self.inputs = inputs

@@ -48,6 +48,7 @@ struct PlanPublisher {
         }
         draft.plan.startFrame = startFrame
         draft.plan.lookaheadFrames = matrix.lookaheadFrames
+        draft.plan.lookaheadFadeFrames = Int(matrix.rampFrames)
         let generation: UInt64?
         do {
             generation = try engine.publish(draft.plan)

@@ -239,7 +239,7 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
         }
         core.pointee.inputBuffers[i] = source
         if let line = input.delayLine, plan.pointee.lookaheadFrames > 0 {
-            DelayLine.process(line, source, frames: frames, delay: plan.pointee.lookaheadFrames)
+            DelayLine.process(line, source, frames: frames, delay: plan.pointee.lookaheadFrames, fade: plan.pointee.lookaheadFadeFrames)
             core.pointee.delayedInputBuffers[i] = UnsafePointer(line.pointee.out)
         } else {
             core.pointee.delayedInputBuffers[i] = source

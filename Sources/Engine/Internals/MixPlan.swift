@@ -26,6 +26,7 @@ struct MixPlan {
 
     var generation: UInt64
     var lookaheadFrames: Int
+    var lookaheadFadeFrames: Int
     var isScheduled: Bool
     var startFrame: UInt32
     var inputCount: Int
@@ -118,6 +119,7 @@ struct MixPlan {
         for (r, slot) in description.resetSlots.enumerated() { (resets + r).initialize(to: slot) }
 
         plan.initialize(to: MixPlan(generation: generation, lookaheadFrames: min(max(description.lookaheadFrames, 0), capacity.maxLookaheadFrames),
+                                    lookaheadFadeFrames: max(description.lookaheadFadeFrames, 0),
                                     isScheduled: description.startFrame != nil, startFrame: description.startFrame ?? 0,
                                     inputCount: description.inputs.count, inputs: inputs,
                                     outputCount: description.outputs.count, outputs: outputs,
@@ -156,7 +158,7 @@ struct DelayLine {
     var buffer: UnsafeMutablePointer<Float>
     var capacity: Int
     var writeIndex: Int
-    /// Samples written since the last reset, at most `capacity`.
+    /// Samples written since the last reset (64 bits: it never wraps in practice).
     var history: Int
     var out: UnsafeMutablePointer<Float>
 
@@ -183,10 +185,11 @@ struct DelayLine {
     }
 
     /// Writes `frames` new samples and reads back the `frames` samples written `delay` before
-    /// them into `out` (silence for any written before the last reset). `delay + frames` must not
-    /// exceed the capacity. Block copies (memmove), at most two per direction where the ring wraps.
+    /// them into `out` (silence for any written before the last reset, and the first `fade`
+    /// written after it rising linearly from silence). `delay + frames` must not exceed the
+    /// capacity. Block copies (memmove), at most two per direction where the ring wraps.
     @_noLocks
-    static func process(_ line: UnsafeMutablePointer<DelayLine>, _ input: UnsafePointer<Float>, frames: Int, delay: Int) {
+    static func process(_ line: UnsafeMutablePointer<DelayLine>, _ input: UnsafePointer<Float>, frames: Int, delay: Int, fade: Int = 0) {
         let capacity = line.pointee.capacity
         let buffer = line.pointee.buffer
         let w = line.pointee.writeIndex
@@ -199,12 +202,22 @@ struct DelayLine {
         let firstRead = min(frames, capacity &- r)
         copy(out, buffer + r, firstRead)
         if firstRead < frames { copy(out + firstRead, buffer, frames &- firstRead) }
-        // out[j] was written `delay + frames - 1 - j` samples before the newest one; the first
+        // out[j] was written `delay + frames - 1 - j` samples before the newest one: it is sample
+        // number `history - delay - frames + j` since the reset, and the first
         // `frames + delay - history` of them predate the reset.
-        let history = min(line.pointee.history &+ frames, capacity)
+        let history = line.pointee.history &+ frames
         line.pointee.history = history
-        let predating = min(max(frames &+ delay &- history, 0), frames)
+        let first = history &- delay &- frames
+        let predating = min(max(-first, 0), frames)
         if predating > 0 { out.update(repeating: 0, count: predating) }
+        if fade > 0 && first &+ frames > 0 && first < fade {
+            var j = predating
+            let scale = 1 / Float(fade)
+            while j < frames && first &+ j < fade {
+                out[j] *= Float(first &+ j &+ 1) * scale
+                j &+= 1
+            }
+        }
         var next = w &+ frames
         if next >= capacity { next &-= capacity }
         line.pointee.writeIndex = next
