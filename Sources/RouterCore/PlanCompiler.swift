@@ -101,6 +101,9 @@ struct PlanCompiler {
     /// Cells alive (audible or fading) in the last committed plan.
     var cellCount: Int { cells.count }
 
+    /// Gain slots the engine has: cells alive at once.
+    var slotCapacity: Int { gainSlots.capacity }
+
     /// Input meter slots and output meter slots that some cell of the committed plan uses.
     func slotsInUse() -> (inputs: Set<Int32>, outputs: Set<Int32>) {
         var inputs = Set<Int32>(), outputs = Set<Int32>()
@@ -135,6 +138,14 @@ struct PlanCompiler {
             }
         }
 
+        // Fades that are over and not wanted again give their slots back first, so a plan that
+        // fits once they are gone is not refused for them.
+        for (key, cell) in cells where wanted[key] == nil {
+            if case let .endsAt(frame)? = cell.fade, now >= frame {
+                cells[key] = nil
+                gainSlots.give(cell.gainSlot)
+            }
+        }
         var resets: [Int32] = []
         for key in wanted.keys.sorted() {
             if cells[key] != nil {
@@ -148,17 +159,8 @@ struct PlanCompiler {
             cells[key] = Cell(gainSlot: slot, inputPort: inputPorts[key.input]!, outputPort: outputPorts[key.output]!)
             resets.append(slot)
         }
-
-        for (key, cell) in cells where wanted[key] == nil {
-            switch cell.fade {
-            case nil:
-                cells[key]!.fade = .starting(rampFrames: ramps[key] ?? max(rampFrames, 1))
-            case let .endsAt(frame) where now >= frame:
-                cells[key] = nil
-                gainSlots.give(cell.gainSlot)
-            default:
-                break
-            }
+        for (key, cell) in cells where wanted[key] == nil && cell.fade == nil {
+            cells[key]!.fade = .starting(rampFrames: ramps[key] ?? max(rampFrames, 1))
         }
 
         // Every current input and output is in the plan (outputs must be written every cycle, and
@@ -214,13 +216,12 @@ struct PlanCompiler {
         }
     }
 
-    /// Drops every fading cell and frees its slot: only when the engine has dropped every plan
-    /// and silenced the cells whose target was 0 (a lost client).
-    mutating func forgetFades() {
-        for (key, cell) in cells where cell.fade != nil {
-            cells[key] = nil
-            gainSlots.give(cell.gainSlot)
-        }
+    /// Drops every cell and frees its slot: only when the engine has dropped every plan (a lost
+    /// client). Their port handles belong to the dead client; the next plan makes new cells on
+    /// the new ports, each rising from silence (the engine fades in after a reconnect anyway).
+    mutating func forgetCells() {
+        for cell in cells.values { gainSlots.give(cell.gainSlot) }
+        cells = [:]
         fadingCount = 0
     }
 

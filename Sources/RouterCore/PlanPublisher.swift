@@ -67,11 +67,30 @@ struct PlanPublisher {
         return .published(generation)
     }
 
-    /// The engine dropped every plan (the client went away): fading cells are silent now and
-    /// their ports gone, so they are forgotten; audible cells stay and fade in on the new ports.
-    mutating func forgetFades() {
-        compiler.forgetFades()
+    /// The engine dropped every plan (the client went away): every cell's ports died with it, so
+    /// the cells are forgotten; the next plan makes them anew on the new ports, from silence.
+    mutating func forgetCells() {
+        compiler.forgetCells()
         nextFadeEnd = nil
+    }
+
+    /// Whether some plan could need more gain cells than the engine holds: a cell is one input
+    /// slot on one output slot on one of two paths (at once, delayed), and slots stay taken while
+    /// any cell uses them.
+    func mayOverflow(inputSlots: Int, outputSlots: Int) -> Bool {
+        inputSlots * outputSlots * 2 > compiler.slotCapacity
+    }
+
+    /// Compiles without publishing or keeping anything: throws when the engine could not hold
+    /// the plan. For changes whose plan is published later (coalesced), so that they are refused
+    /// now rather than accepted and never heard.
+    func check(_ matrix: RoutingMatrix, on engine: Engine) throws(RouterError) {
+        do {
+            _ = try compiler.compile(inputs: matrix.inputs, outputs: matrix.outputs,
+                                     rampFrames: matrix.rampFrames, now: engine.statistics.processedFrames)
+        } catch {
+            throw .capacity(error.description)
+        }
     }
 
     /// Follows the audio thread: fades whose plan it has adopted start their clock. Returns

@@ -28,6 +28,9 @@ struct PortInventory {
 
     mutating func beginJournal() { registeredSince = [] }
 
+    /// Meter slots taken, inputs and outputs (retiring apps' included).
+    var slotsInUse: (inputs: Int, outputs: Int) { (inputSlots.inUse, outputSlots.inUse) }
+
     // MARK: - Session setup (no client yet)
 
     mutating func addInput(sources: [String]) throws(RouterError) {
@@ -109,7 +112,15 @@ struct PortInventory {
         guard reuse || outputSlots.available >= input.sources.count else {
             throw RouterError.capacity("'\(apps[index].name)' needs \(input.sources.count) capture outputs; the engine has \(outputSlots.available) left")
         }
-        let ports = try (1...input.sources.count).map { n in try register(on: client, "\(apps[index].name)_capture_\(n)", .output) }
+        var ports: [JackPort] = []
+        do {
+            for n in 1...input.sources.count { ports.append(try register(on: client, "\(apps[index].name)_capture_\(n)", .output)) }
+        } catch {
+            // None of them stays: a half set would hold its names for good.
+            for port in ports { client.unregister(port) }
+            registeredSince.removeAll { ports.contains($0) }
+            throw error
+        }
         Self.setPrettyNames(ports, "\(apps[index].name) capture", on: client)
         apps[index].capturePorts = ports
         if !reuse { apps[index].captureSlots = outputSlots.take(ports.count)! }

@@ -1,3 +1,4 @@
+import Dispatch
 import Engine
 import Foundation
 import JackHost
@@ -44,12 +45,14 @@ extension Router {
         policy = transaction.policy
         for (r, flag) in transaction.enabled { inventory.routes[r].enabled = flag }
         do {
+            // One addition per `.appAdded`, in the same order (an app may come, go and come again).
+            var additions = transaction.additions[...]
             for effect in transaction.effects {
                 guard case let .appAdded(configuration) = effect else {
                     apply(effect)
                     continue
                 }
-                let channels = transaction.additions.first { $0.name == configuration.name }?.channels ?? defaultChannelCount
+                let channels = additions.popFirst()?.channels ?? defaultChannelCount
                 try inventory.addApp(configuration.name, channelCount: channels, connect: connect, on: link.client,
                                      records: configuration.category.recordsInput)
             }
@@ -62,6 +65,11 @@ extension Router {
             if startFrame != nil {
                 try publish(startFrame: startFrame)
             } else if coalescing {
+                // Published at the end of the burst; refused now if that plan could not be held.
+                let slots = inventory.slotsInUse
+                if link.client != nil && publisher.mayOverflow(inputSlots: slots.inputs, outputSlots: slots.outputs) {
+                    try publisher.check(matrix(), on: engine)
+                }
                 publisher.needsPublish = true
             } else {
                 try publish()
@@ -191,10 +199,22 @@ extension Router {
         }
     }
 
-    /// Gives level watches to the apps that need one and runs the level timer while any exists.
+    /// Gives level watches to the apps that need one and runs the level timer (every
+    /// millisecond) while any exists, and not otherwise.
     func updateWatches() {
-        if signals.update(apps: inventory.apps, policy: policy.state) { publisher.needsPublish = true }
-        signals.runTimer(on: queue) { [weak self] in self?.watchLevels() }
+        if signals.update(apps: inventory.apps, policy: policy.state, published: publisher.publishedGeneration) {
+            publisher.needsPublish = true
+        }
+        if signals.isWatching && levelTimer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .milliseconds(1), repeating: .milliseconds(1), leeway: .microseconds(200))
+            timer.setEventHandler { [weak self] in self?.watchLevels() }
+            timer.resume()
+            levelTimer = timer
+        } else if !signals.isWatching, let timer = levelTimer {
+            timer.cancel()
+            levelTimer = nil
+        }
     }
 
     /// Brings the policy in line with what the watched apps' sound says (docs/POLICY.md).

@@ -12,8 +12,10 @@ import JackHost
 extension Router {
     /// JACK events reach the control queue tagged with the epoch of the client that sent them.
     func eventSink() -> JackLink.EventSink {
-        { [weak self] event, epoch in
-            self?.queue.async { [weak self] in self?.handle(event, epoch: epoch) }
+        // Only the queue is held on JACK's thread: the router is reached on the queue, so its last
+        // reference never goes (and it never stops) on JACK's own callback thread.
+        { [weak self, queue] event, epoch in
+            queue.async { [weak self] in self?.handle(event, epoch: epoch) }
         }
     }
 
@@ -60,10 +62,10 @@ extension Router {
     }
 
     /// Forgets the client's ports (they died with it), the engine's plans that point at them and
-    /// the fades in them. Slots, gains and the policy stay. Only when no process cycle can run.
+    /// the mix cells on them. Slots, gains and the policy stay. Only when no process cycle can run.
     func detach() {
         inventory.forgetPorts()
-        publisher.forgetFades()
+        publisher.forgetCells()
         engine.discardPlans(fadeInFrames: rampFrames)
     }
 

@@ -89,6 +89,8 @@ public final class Router: @unchecked Sendable {
     var coalescing = false
     var stopped = false
     var timer: DispatchSourceTimer?
+    /// Reads the level watches every millisecond while any app is watched (`SignalWatcher`).
+    var levelTimer: DispatchSourceTimer?
     let onNotification: @Sendable (RouterNotification) -> Void
     let onJackConnection: @Sendable (Bool) -> Void
     let onServerLost: @Sendable (String) -> Void
@@ -154,10 +156,10 @@ public final class Router: @unchecked Sendable {
                     logger.error("could not activate '\(app.name)' at start: \(error)")
                 }
             }
+            logger.info("running", metadata: ["client": "\(clientName)", "server": "\(resolvedServerName)",
+                                              "rate": "\(sampleRate)", "period": "\(bufferSize)",
+                                              "apps": "\(inventory.apps.count)", "routes": "\(inventory.routes.count)"])
         }
-        logger.info("running", metadata: ["client": "\(clientName)", "server": "\(resolvedServerName)",
-                                          "rate": "\(sampleRate)", "period": "\(bufferSize)",
-                                          "apps": "\(inventory.apps.count)", "routes": "\(inventory.routes.count)"])
     }
 
     /// The last reference may go on the control queue itself (a closure that held it ends there):
@@ -175,7 +177,8 @@ public final class Router: @unchecked Sendable {
         stopped = true
         timer?.cancel()
         timer = nil
-        signals.stopTimer()
+        levelTimer?.cancel()
+        levelTimer = nil
         link.client?.deactivate()
         link.drop()
     }

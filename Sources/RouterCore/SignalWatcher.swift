@@ -1,4 +1,3 @@
-import Dispatch
 import Engine
 import Foundation
 import Logging
@@ -9,9 +8,14 @@ import Policy
 /// and deactivated when it has been silent for the hold time; an active ducking app with
 /// `unduckAfter` releases its duck after that much silence and takes it back when it sounds again.
 ///
-/// Owns: the level watches (slots the engine reports peaks for), one detector per watched app, the
-/// millisecond timer that reads them while any app is watched. Must not touch: the policy or
-/// plans; its decisions go out as changes through `perform`. Control queue only.
+/// Owns: the level watches (slots the engine reports peaks for) and one detector per watched app.
+/// Must not touch: the policy or plans; its decisions go out as changes for the router to apply.
+/// A value type (the router's millisecond timer reads it), so a change transaction can keep a
+/// copy and put it back. Control queue only.
+///
+/// A watch given back is not handed to another app until the audio thread has adopted a plan
+/// without it and every reading it made under the old owner has been read: readings carry only
+/// the watch's number.
 struct SignalWatcher {
     private struct Watch {
         var slot: Int32
@@ -23,8 +27,9 @@ struct SignalWatcher {
 
     private var watches: [String: Watch] = [:]
     private var slots: SlotAllocator
+    /// Watches given back, each free once a plan published after `published` has been adopted.
+    private var quarantined: [(slot: Int32, published: UInt64)] = []
     private var readings: [Engine.LevelReading] = []
-    private var timer: DispatchSourceTimer?
     private let logger: Logger
 
     init(capacity: Int, logger: Logger) {
@@ -35,9 +40,13 @@ struct SignalWatcher {
     /// The watch slot of each watched app, for the plan.
     var slotsByApp: [String: Int32] { watches.mapValues(\.slot) }
 
+    /// Whether any app is watched (the router runs its level timer while so).
+    var isWatching: Bool { !watches.isEmpty }
+
     /// Watches every app that is activated by its sound or has `unduckAfter` (and frees the watches
     /// of apps that no longer need one, or are gone). Returns whether the plan must change.
-    mutating func update(apps: [AppState], policy: PolicyState) -> Bool {
+    /// - Parameter published: the newest plan published so far (a watch given back now is in it).
+    mutating func update(apps: [AppState], policy: PolicyState, published: UInt64) -> Bool {
         var changed = false
         var wanted: [String: SignalDetection] = [:]
         for app in apps {
@@ -47,7 +56,7 @@ struct SignalWatcher {
             }
         }
         for (name, watch) in watches where wanted[name] == nil {
-            slots.give(watch.slot)
+            quarantined.append((watch.slot, published))
             watches[name] = nil
             changed = true
         }
@@ -67,28 +76,16 @@ struct SignalWatcher {
         return changed
     }
 
-    /// Runs `tick` on `queue` every millisecond while any app is watched, and not otherwise.
-    mutating func runTimer(on queue: DispatchQueue, tick: @escaping @Sendable () -> Void) {
-        if !watches.isEmpty && timer == nil {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + .milliseconds(1), repeating: .milliseconds(1), leeway: .microseconds(200))
-            timer.setEventHandler(handler: tick)
-            timer.resume()
-            self.timer = timer
-        } else if watches.isEmpty, let timer {
-            timer.cancel()
-            self.timer = nil
-        }
-    }
-
-    mutating func stopTimer() {
-        timer?.cancel()
-        timer = nil
-    }
-
     /// Feeds the peaks the audio thread reported since the last call to the detectors. Returns
     /// the apps whose detector turned on, or nil when nothing was reported.
     mutating func feed(from engine: Engine, sampleRate: Int) -> Set<String>? {
+        // Adoption first: every reading made under a plan older than the adopted one is in the
+        // ring by then, so once drained, a watch no plan since has carried is free again.
+        let adopted = engine.adoptedPlanGeneration
+        defer {
+            for entry in quarantined where adopted > entry.published { slots.give(entry.slot) }
+            quarantined.removeAll { adopted > $0.published }
+        }
         engine.collectLevels(into: &readings)
         guard !readings.isEmpty else { return nil }
         var owners: [Int32: String] = [:]

@@ -83,12 +83,15 @@ struct ControlPlaneTests {
         try waitFor("the faded app's ports to go", timeout: 3) { !bench.portExists("duckrouter:a_in_1") }
         #expect(router.status().cells == 0)
 
-        // Its slots came back once: two apps of two channels each fit again, and both are heard.
+        // Its slots came back once, and nothing leaked: four apps of two channels fill all eight.
         bench.source.setSignal(Signals.dc(0.125), output: 1)
-        try router.register(AppConfiguration(name: "a", category: .playback, options: [.mixWithOthers]), channelCount: 2,
-                            connect: [try PortPattern("source:out_1")])
-        try router.register(AppConfiguration(name: "b", category: .playback, options: [.mixWithOthers]), channelCount: 2,
-                            connect: [try PortPattern("source:out_2")])
+        for (k, name) in ["a", "b", "c", "d"].enumerated() {
+            try router.register(AppConfiguration(name: name, category: .playback, options: [.mixWithOthers]), channelCount: 2,
+                                connect: [try PortPattern("source:out_\(k + 1)")])
+        }
+        #expect(throws: RouterError.self, "a ninth channel does not fit") {
+            try router.register(AppConfiguration(name: "e", category: .playback), channelCount: 1)
+        }
         try router.perform(.activate(app: "a"))
         try router.perform(.activate(app: "b"))
         try waitFor("b's port to be connected") { bench.source.client.connections(of: "source:out_2").contains("duckrouter:b_in_1") }
@@ -116,7 +119,15 @@ struct ControlPlaneTests {
 
         #expect(throws: RouterError.self, "a third app needs six cells") { try router.perform(.activate(app: "c")) }
         #expect(router.policyState.app("c")?.isActive == false, "the refused activation changed the policy")
-        #expect(abs(bench.levels().left - 0.375) < 1e-3)
+        // The same inside a burst (how OSC applies messages: one plan at the end): refused at once,
+        // not accepted and then never heard.
+        router.beginCoalescing()
+        #expect(throws: RouterError.self, "refused while coalescing too") { try router.perform(.activate(app: "c")) }
+        try router.setAppVolume("a", position: 0.5)
+        router.endCoalescing()
+        #expect(router.policyState.app("c")?.isActive == false)
+        try router.setAppVolume("a", position: 1)
+        #expect(abs(bench.levels().left - 0.375) < 1e-3, "later changes are heard: the mix is not stuck")
 
         // b goes; once its fade is over there is room, and c is heard.
         try router.perform(.deactivate(app: "b", notifyOthers: false))

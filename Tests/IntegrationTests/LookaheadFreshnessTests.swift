@@ -31,12 +31,13 @@ struct LookaheadFreshnessTests {
         try router.register(voice, channelCount: 1, connect: [try PortPattern("source:out_1")])
         try waitFor("v1 to hear itself and activate") { router.policyState.app("v1")?.isActive == true }
         #expect(Self.loudest(bench, seconds: 0.2) > 0.4, "v1 is heard")
-        // v1 goes; its source falls silent; once its ports are gone its slot is free for the next.
+        // v1 goes while it still sounds (its delay line full of 0.5 to the end); once its ports are
+        // gone its slot is free for the next voice, which listens to a silent source.
         try router.perform(.unregister(app: "v1"))
-        bench.source.setSignal(Signals.dc(0), output: 0)
         try waitFor("v1's ports to go", timeout: 3) { !bench.portExists("duckrouter:v1_in_1") }
         voice.name = "v2"
-        try router.register(voice, channelCount: 1, connect: [try PortPattern("source:out_1")])
+        try router.register(voice, channelCount: 1, connect: [try PortPattern("source:out_2")])
+        try waitFor("v2's port to be connected") { bench.source.client.connections(of: "source:out_2").contains("duckrouter:v2_in_1") }
         try router.perform(.activate(app: "v2"))
         #expect(Self.loudest(bench, seconds: 0.3) < 1e-6, "v2 is silent: nothing of v1 may come back")
     }

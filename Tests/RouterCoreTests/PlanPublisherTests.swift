@@ -53,9 +53,9 @@ struct PlanPublisherTests {
         // Much longer than any frame-count estimate of the fade, with housekeeping every cycle.
         while UInt32(engine.statistics.processedFrames) + 256 < scheduledAt {
             engine.runCycle(frames: 256)
-            if publisher.followAdoption(on: engine, periodFrames: 256) || publisher.needsPublish {
-                _ = try publisher.publish(Self.matrix(input, output, gain: 0), on: engine)
-            }
+            // Housekeeping as busy as it gets: a new plan every cycle (coalesced changes).
+            _ = publisher.followAdoption(on: engine, periodFrames: 256)
+            _ = try publisher.publish(Self.matrix(input, output, gain: 0), on: engine)
             heard += Self.samples(output, 256)
         }
         #expect(heard.allSatisfy { $0 == 0.5 }, "nothing changes before the scheduled plan")
@@ -107,17 +107,69 @@ struct PlanPublisherTests {
         #expect(publisher.cellCount == 1)
         #expect(publisher.slotsInUse().outputs == [0])
 
-        // The next plan moves a to out2: a new cell there (reset, ramping from silence) while the
-        // old one fades; out1 keeps being written.
+        // The next plan feeds b to out2, the cell the refused draft had made: it must be new to
+        // the engine (reset, rising from silence over its ramp), not one that starts at a gain
+        // nobody set. And a leaves out1 and fades.
         var next = matrix
         next.outputs = [.init(port: out1, meterSlot: 0, feeds: []),
-                        .init(port: out2, meterSlot: 1, feeds: [.init(input: 0, gain: 1, rampFrames: 1)])]
+                        .init(port: out2, meterSlot: 1, feeds: [.init(input: 1, gain: 1, rampFrames: 32)])]
         guard case .published = try publisher.publish(next, on: engine) else { Issue.record("not published"); return }
         #expect(!publisher.needsPublish)
         #expect(publisher.cellCount == 2)
         engine.runCycle(frames: 64)
-        #expect(Self.samples(out2, 64).allSatisfy { $0 == 0.25 })
-        #expect(Self.samples(out1, 64).allSatisfy { $0 == 0 })
+        let rising = Self.samples(out2, 64)
+        #expect(rising[0] == 0.5 / 32 && rising[31] == 0.5 && rising[63] == 0.5, "b rises from silence over 32 frames: \(rising.prefix(4))")
+    }
+
+    @Test("a fade that is over gives its gain slot back before new cells take slots, so a plan that fits without it is not refused")
+    func expiredFadeMakesRoom() throws {
+        var configuration = Engine.Configuration()
+        configuration.maxFrames = 64
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(64, 0.25), b = buffers.make(64, 0.5), out = buffers.make(64)
+        var publisher = PlanPublisher(gainSlotCapacity: 1)
+        var matrix = RoutingMatrix(rampFrames: 1)
+        matrix.inputs = [.init(port: a, meterSlot: 0), .init(port: b, meterSlot: 1)]
+        matrix.outputs = [.init(port: out, meterSlot: 0, feeds: [.init(input: 0, gain: 1, rampFrames: 1)])]
+        _ = try publisher.publish(matrix, on: engine)
+        engine.runCycle(frames: 64)
+        matrix.outputs[0].feeds = []
+        _ = try publisher.publish(matrix, on: engine)
+        for _ in 0..<4 {
+            engine.runCycle(frames: 64)
+            _ = publisher.followAdoption(on: engine, periodFrames: 64)
+        }
+        #expect(publisher.cellCount == 1, "a's cell has faded but not been freed yet")
+        // b wants the one slot a's finished fade still holds.
+        matrix.outputs[0].feeds = [.init(input: 1, gain: 1, rampFrames: 1)]
+        guard case .published = try publisher.publish(matrix, on: engine) else { Issue.record("not published"); return }
+        engine.runCycle(frames: 64)
+        #expect(Self.samples(out, 64).allSatisfy { $0 == 0.5 })
+    }
+
+    @Test("after the client is lost every cell is forgotten: no plan reads a port of the dead client again")
+    func forgetCellsAfterLoss() throws {
+        var configuration = Engine.Configuration()
+        configuration.maxFrames = 64
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let oldIn = buffers.make(64, 0.25), oldOut = buffers.make(64), newIn = buffers.make(64, 0.25), newOut = buffers.make(64)
+        var publisher = PlanPublisher(gainSlotCapacity: 8)
+        _ = try publisher.publish(Self.matrix(oldIn, oldOut, gain: 1), on: engine)
+        engine.runCycle(frames: 64)
+        // The client goes: the engine drops its plans, the publisher its cells. Meanwhile the app
+        // stopped being wanted (it was removed): its cell must not come back on the old ports.
+        engine.discardPlans(fadeInFrames: 16)
+        publisher.forgetCells()
+        #expect(publisher.cellCount == 0)
+        var matrix = RoutingMatrix(rampFrames: 16)
+        matrix.outputs = [.init(port: newOut, meterSlot: 0, feeds: [])]
+        _ = try publisher.publish(matrix, on: engine)
+        #expect(publisher.cellCount == 0)
+        _ = try publisher.publish(Self.matrix(newIn, newOut, gain: 1, ramp: 16), on: engine)
+        engine.runCycle(frames: 64)
+        #expect(Self.samples(newOut, 64)[0] > 0 && Self.samples(newOut, 64)[63] == 0.25, "the new cell rises from silence on the new ports")
     }
 
     @Test("an input that changes between heard at once and heard late crossfades two cells instead of jumping in time")
