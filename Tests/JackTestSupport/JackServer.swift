@@ -1,68 +1,126 @@
 import Foundation
 import JackHost
 
-/// A private `jackd -d dummy` for one test, under a unique server name, stopped on `stop()` or
-/// when released. The dummy driver needs no sound card and runs in real time.
+/// A private `jackd -d dummy` for one test, under a server name this process has claimed, stopped
+/// on `stop()` or when released. The dummy driver needs no sound card and runs in real time.
+///
+/// JACK2 keeps its servers in a machine-wide table of `JackServerRegistry.maxServers` (8) entries,
+/// and a server that dies uncleanly keeps its entry until a later server takes the same name. So
+/// tests draw from a small fixed pool of names (six, leaving room for people's own servers)
+/// instead of inventing a new name each time, and make a name their own before using it:
+///
+/// 1. claim it (`JackServerNameClaim`, a lock file): a name another run (or another `JackServer`
+///    of this run) holds is skipped, so two runs never start, stop or kill each other's servers;
+/// 2. leave it if a live process has it registered in JACK's table (someone's own server under
+///    that name, or a server whose test run was killed): it is not ours to touch;
+/// 3. when the table is full, free the entries whose process is gone (provably stale), never one
+///    of a live process, and nothing else in `/dev/shm`;
+/// 4. start jackd (so that it dies with this process: `Launcher`) and wait until JACK's table
+///    names *this* jackd as the server of that name and a client can connect (a client
+///    connecting alone could have reached someone else's server).
+///
+/// The claim is held until `stop()`, across `kill9()` and `restart()`.
+///
+/// One process must not have clients on two servers at once: libjack (JACK2) keeps one graph and
+/// engine per process (`JackLibGlobals`), set by the last client opened. Two `JackServer`s may
+/// exist together, but tests that use them run one after the other (`swift test --no-parallel`,
+/// as `make test` does).
 public final class JackServer: @unchecked Sendable {
+    // @unchecked: `process` and `claim` are changed only by kill9/restart/stop, which a test calls
+    // from one thread.
     public let name: String
     public let sampleRate: Int
     public let period: Int
     public let logFile: URL
     private var process: Process
+    private var claim: JackServerNameClaim?
 
     public enum Failure: Error, CustomStringConvertible {
         case didNotStart(String, log: String)
+        case claimedElsewhere(String)
+        case noNameFree([String])
         public var description: String {
             switch self {
             case let .didNotStart(name, log): "jackd '\(name)' did not start:\n\(log)"
+            case let .claimedElsewhere(name): "the JACK server name '\(name)' was claimed by another test after this server stopped"
+            case let .noNameFree(reasons): "no JACK server name of the test pool could be used:\n" + reasons.joined(separator: "\n")
             }
         }
     }
 
-    /// JACK2 keeps a fixed number of server slots in shared memory and a server that dies uncleanly
-    /// never frees its slot, unless a later server takes the same name. So tests draw from a small
-    /// pool of names instead of inventing a new one each time.
-    static let namePool = (0..<6).map { "duckrouter-test-\($0)" }
+    /// The names tests use. Fewer than JACK2's eight entries, so that a person's own server (or
+    /// two) still fits beside a full test run.
+    public static let namePool = (0..<6).map { "duckrouter-test-\($0)" }
 
     public init(sampleRate: Int = 48000, period: Int = 256) throws {
         JackLibraryMessages.route(to: nil)
         self.sampleRate = sampleRate
         self.period = period
-        var lastLog = ""
-        for attempt in 0..<(Self.namePool.count + 1) {
-            if attempt == Self.namePool.count {
-                // Every name was refused: if no jackd runs at all, the registry holds only stale
-                // entries of servers that died; clear them once and try the pool again.
-                guard Self.removeStaleRegistryIfNoServerRuns() else { break }
+        var reasons: [String] = []
+        for candidate in Self.namePool {
+            guard let claim = try JackServerNameClaim(candidate) else {
+                reasons.append("\(candidate): claimed by another test (\(JackServerNameClaim.lockFile(for: candidate).path))")
+                continue
             }
-            let candidate = Self.namePool[attempt % Self.namePool.count]
+            if let entry = try JackServerRegistry.entry(named: candidate), !entry.ownerIsGone {
+                reasons.append("\(candidate): registered in JACK by live process \(entry.pid), which is not ours")
+                claim.release()
+                continue
+            }
+            try Self.makeRoomInRegistry(for: candidate)
             let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(candidate)-\(getpid()).log")
             if let started = try Self.start(name: candidate, sampleRate: sampleRate, period: period, log: log) {
                 name = candidate
                 logFile = log
                 process = started
+                self.claim = claim
                 return
             }
-            lastLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            reasons.append("\(candidate): jackd did not start:\n\(text)")
             try? FileManager.default.removeItem(at: log)
+            claim.release()
         }
-        throw Failure.didNotStart(Self.namePool.joined(separator: ", "), log: lastLog)
+        throw Failure.noNameFree(reasons)
     }
 
-    /// Starts jackd under `name` and waits until a client can connect; nil when it did not start.
+    /// Frees the entries of servers whose process is gone when JACK's table has no free entry
+    /// for a new server, or when `name`'s own entry is one of them (JACK reuses that itself, but
+    /// takes an owner that is a zombie for alive). A live owner of `name` was ruled out before.
+    private static func makeRoomInRegistry(for name: String) throws {
+        let entries = try JackServerRegistry.entries()
+        let own = entries.first { $0.name == name && $0.uid == Int(getuid()) }
+        guard entries.count >= JackServerRegistry.maxServers || own != nil else { return }
+        let freed = try JackServerRegistry.reclaimStaleEntries()
+        if !freed.isEmpty {
+            FileHandle.standardError.write(Data("JackServer: freed JACK registry entries of dead servers: \(freed)\n".utf8))
+        }
+    }
+
+    /// Starts jackd under `name` and waits until JACK's table names it and a client can connect;
+    /// nil when it did not start.
     private static func start(name: String, sampleRate: Int, period: Int, log: URL) throws -> Process? {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
+        defer { try? handle.close() }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
-        process.arguments = ["-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)"]
+        let jackd = ["/usr/bin/jackd", "-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)"]
+        if FileManager.default.isExecutableFile(atPath: Launcher.setpriv) {
+            // setpriv execs jackd (same pid) with a parent-death signal: see `Launcher`.
+            process.executableURL = URL(fileURLWithPath: Launcher.setpriv)
+            process.arguments = ["--pdeathsig", "KILL", "--"] + jackd
+        } else {
+            process.executableURL = URL(fileURLWithPath: jackd[0])
+            process.arguments = Array(jackd.dropFirst())
+        }
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(10)
+        try Launcher.shared.run(process)
+        let deadline = Date().addingTimeInterval(15)
         while Date() < deadline && process.isRunning {
-            if let probe = try? JackClient(name: "probe", server: name) {
+            if (try? JackServerRegistry.entry(named: name))??.pid == process.processIdentifier,
+               let probe = try? JackClient(name: "probe", server: name) {
                 probe.close()
                 return process
             }
@@ -73,24 +131,10 @@ public final class JackServer: @unchecked Sendable {
         return nil
     }
 
-    /// Removes JACK's shared-memory registry when no jackd process exists on the machine.
-    private static func removeStaleRegistryIfNoServerRuns() -> Bool {
-        let running = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.contains { entry in
-            guard Int(entry) != nil,
-                  let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8) else { return false }
-            return comm.trimmingCharacters(in: .whitespacesAndNewlines) == "jackd"
-        } ?? true
-        guard !running, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm") else { return false }
-        for entry in entries where entry.hasPrefix("jack") {
-            try? FileManager.default.removeItem(atPath: "/dev/shm/\(entry)")
-        }
-        FileHandle.standardError.write(Data("JackServer: cleared stale JACK shared memory (no jackd was running)\n".utf8))
-        return true
-    }
-
     deinit { stop() }
 
-    /// Kills jackd with SIGKILL, as a crash would, and waits for it. Its clients lose the server.
+    /// Kills jackd with SIGKILL, as a crash would, and waits for it. Its clients lose the server;
+    /// its entry stays in JACK's table (as after a crash) and the name stays claimed.
     public func kill9() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
@@ -101,6 +145,12 @@ public final class JackServer: @unchecked Sendable {
     /// when a client can connect. Returns the moment jackd was launched.
     @discardableResult
     public func restart() throws -> Date {
+        if claim?.isHeld != true {
+            guard let again = try JackServerNameClaim(name) else {
+                throw Failure.claimedElsewhere(name)
+            }
+            claim = again
+        }
         let launched = Date()
         guard let started = try Self.start(name: name, sampleRate: sampleRate, period: period, log: logFile) else {
             throw Failure.didNotStart(name, log: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
@@ -112,14 +162,63 @@ public final class JackServer: @unchecked Sendable {
     public var isRunning: Bool { process.isRunning }
     public var processIdentifier: Int32 { process.processIdentifier }
 
-    /// Stops jackd (SIGTERM, then SIGKILL after 5 s) and waits for it.
+    /// Stops jackd (SIGTERM, then SIGKILL after 5 s), waits for it, and gives the name back.
     public func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
         try? FileManager.default.removeItem(at: logFile)
+        claim?.release()
+        claim = nil
     }
 }
+
+/// Starts jackd so that it does not outlive the test process: a test run that crashes, is killed
+/// or times out would otherwise leave its servers running, each holding one of JACK's eight
+/// entries (and a name of the pool) for good, and a live server's entry is never reclaimed.
+///
+/// jackd is started through `setpriv --pdeathsig KILL`, which sets the parent-death signal and
+/// execs it. Linux sends that signal when the *thread* that started the child ends, not the
+/// process, so every jackd is started from this one thread, which lives as long as the process.
+/// A server killed that way leaves a stale entry, which the next server of that name reuses.
+final class Launcher: @unchecked Sendable {
+    // @unchecked: `jobs` is guarded by `lock`; the thread only takes jobs from it.
+    static let setpriv = "/usr/bin/setpriv"
+    static let shared = Launcher()
+
+    private let lock = NSLock()
+    private var jobs: [() -> Void] = []
+    private let ready = DispatchSemaphore(value: 0)
+
+    private init() {
+        let thread = Thread { [unowned self] in
+            while true {
+                ready.wait()
+                let job = lock.withLock { jobs.removeFirst() }
+                job()
+            }
+        }
+        thread.name = "JackServer.launcher"
+        thread.start()
+    }
+
+    /// Runs `process` from the launcher thread; returns once it is started.
+    func run(_ process: Process) throws {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var failure: Error?
+        lock.withLock {
+            jobs.append {
+                do { try process.run() } catch { failure = error }
+                done.signal()
+            }
+        }
+        ready.signal()
+        done.wait()
+        if let failure { throw failure }
+    }
+}
+
