@@ -47,6 +47,19 @@ struct DaemonTests {
             }
         }
 
+        /// Waits until the daemon answers OSC through `client`; throws `OSCPorts.InUse` when it
+        /// exited because it could not bind `port`.
+        func waitForOSC(_ client: OSCClient, port: UInt16) throws {
+            try waitFor("OSC to answer") { !process.isRunning || (try? ask(client, OSCMessage("/state"))) != nil }
+            guard process.isRunning else {
+                let (status, text) = try finish()
+                if let line = text.split(separator: "\n").first(where: { $0.contains("cannot listen for OSC") }) {
+                    throw OSCPorts.InUse(port: port, detail: String(line))
+                }
+                throw Unexpected(description: "duckrouter exited with status \(status) before it answered OSC:\n\(text)")
+            }
+        }
+
         func finish(timeout: Double = 10) throws -> (status: Int32, stderr: String) {
             try waitFor("duckrouter to exit", timeout: timeout) { !process.isRunning }
             let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -138,8 +151,11 @@ struct DaemonTests {
     func runsAndStops(signal: Int32, ignoringSignals: Bool) throws {
         let server = try JackServer()
         defer { server.stop() }
-        let port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
-        let run = try Run(["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"], ignoringSignals: ignoringSignals)
+        let run = try OSCPorts.withFreePort { port in
+            let run = try Run(["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"], ignoringSignals: ignoringSignals)
+            try run.waitForOSC(try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port)), port: port)
+            return run
+        }
         let observer = try JackClient(name: "observer", server: server.name)
         defer { observer.close() }
         try run.waitFor("the router's ports") { observer.portExists("duckrouter:speaker_out_2") }
@@ -151,9 +167,8 @@ struct DaemonTests {
             observer.connections(of: "duckrouter:speaker_out_1") == ["system:playback_1"]
         }
         // Fully started (OSC answers), then a moment of running: the signal must stop a running
-        // daemon, not only one that is still starting.
-        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
-        try run.waitFor("OSC to answer") { (try? ask(client, OSCMessage("/state"))) != nil }
+        // daemon, not only one that is still starting. (This pause is no verdict: the daemon has
+        // answered already; it only makes the signal come later than start-up.)
         Thread.sleep(forTimeInterval: 0.3)
         kill(run.process.processIdentifier, signal)
         let (status, stderr) = try run.finish()
@@ -165,13 +180,15 @@ struct DaemonTests {
     @Test("the JACK server going away is reported; the daemon keeps answering and still stops cleanly")
     func serverGoesAway() throws {
         let server = try JackServer()
-        let port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
         // The change made below is kept in a state file of the test's own, not beside the session.
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-away-\(getpid()).state.json")
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-away-\(getpid())-\(UUID().uuidString).state.json")
         defer { try? FileManager.default.removeItem(at: state) }
-        let run = try Run(["--server", server.name, "--osc-port", "\(port)", "--state", state.path, "Sessions/default.json"])
-        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
-        try run.waitFor("OSC to answer") { (try? ask(client, OSCMessage("/state"))) != nil }
+        let (run, client) = try OSCPorts.withFreePort { port in
+            let run = try Run(["--server", server.name, "--osc-port", "\(port)", "--state", state.path, "Sessions/default.json"])
+            let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
+            try run.waitForOSC(client, port: port)
+            return (run, client)
+        }
         server.stop()
         try run.waitFor("/state to say the server is away") {
             guard case let .string(json)? = (try? ask(client, OSCMessage("/state")))??.arguments.last else { return false }

@@ -36,19 +36,26 @@ final class ExampleRig {
         recorder = try TestClient(name: "recorder", server: server.name, inputs: inputs)
         for (name, outputs) in programs { clients[name] = try TestClient(name: name, server: server.name, outputs: outputs) }
         for (name, ports) in devices { clients[name] = try TestClient(name: name, server: server.name, inputs: ports) }
-        port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
-        state = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-example-\(getpid())-\(port).state.json")
+        state = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-example-\(getpid())-\(UUID().uuidString).state.json")
         log = state.appendingPathExtension("log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        daemon = Process()
-        daemon.executableURL = DaemonTests.binary
-        daemon.arguments = ["--server", server.name, "--osc-port", "\(port)", "--state", state.path,
-                            DaemonTests.repository.appendingPathComponent("Sessions/\(session).json").path]
-        daemon.standardError = try FileHandle(forWritingTo: log)
-        daemon.standardOutput = FileHandle.nullDevice
-        try daemon.run()
-        client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
-        try waitFor("the router to answer OSC", timeout: 10) { (try? ask(client, OSCMessage("/state"))) != nil }
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let sessionFile = DaemonTests.repository.appendingPathComponent("Sessions/\(session).json").path
+        (daemon, port, client) = try OSCPorts.withFreePort { [server, state, log] port in
+            let daemon = Process()
+            daemon.executableURL = DaemonTests.binary
+            daemon.arguments = ["--server", server.name, "--osc-port", "\(port)", "--state", state.path, sessionFile]
+            let handle = try FileHandle(forWritingTo: log)
+            handle.seekToEndOfFile()
+            daemon.standardError = handle
+            daemon.standardOutput = FileHandle.nullDevice
+            try daemon.run()
+            try? handle.close()
+            let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
+            try waitForDaemon(daemon, port: port, log: (try? String(contentsOf: log, encoding: .utf8)) ?? "", "the router to answer OSC") {
+                (try? ask(client, OSCMessage("/state"))) != nil
+            }
+            return (daemon, port, client)
+        }
         for (key, index) in channels {
             let parts = key.split(separator: ":")
             try recorder.connect("duckrouter:\(parts[0])_out_\(parts[1])", to: "recorder:\(recorder.inputs[index].name.split(separator: ":")[1])")
@@ -83,14 +90,25 @@ final class ExampleRig {
         clients[name] = nil
     }
 
-    /// The mean level of each listed route channel ("route:n"), after `settle` seconds.
-    func levels(_ keys: [String], settle: Double = 0.2) -> [Float] {
-        Thread.sleep(forTimeInterval: settle)
-        let take = recorder.record(seconds: 0.05)
-        return keys.map { key in
-            let samples = take.channels[channels[key]!]
-            return samples.isEmpty ? .nan : samples.reduce(0, +) / Float(samples.count)
+    /// The mean level of each listed route channel ("route:n") once they have reached `expected`:
+    /// 50 ms windows are recorded until one has every sample of every channel within 2e-3 of its
+    /// level (not a ramp passing by), for at most `timeout` seconds; else the last window's.
+    func levels(_ keys: [String], reaching expected: [Float], timeout: Double = 3) -> [Float] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let take = recorder.record(seconds: 0.05)
+            let windows = keys.map { take.channels[channels[$0]!] }
+            let steady = zip(windows, expected).allSatisfy { window, level in
+                !window.isEmpty && window.allSatisfy { abs($0 - level) < 2e-3 }
+            }
+            if steady || Date() >= deadline { return windows.map { $0.isEmpty ? .nan : $0.reduce(0, +) / Float($0.count) } }
         }
+    }
+
+    /// A recording of the listed route channels ("route:n") over `seconds`.
+    func record(_ keys: [String], seconds: Double) -> [[Float]] {
+        let take = recorder.record(seconds: seconds)
+        return keys.map { take.channels[channels[$0]!] }
     }
 
     /// The largest |sample| of a route channel over `seconds`.
@@ -98,9 +116,9 @@ final class ExampleRig {
         recorder.record(seconds: seconds).channels[channels[key]!].map(abs).max() ?? .nan
     }
 
-    func expect(_ keys: [String], _ expected: [Float], _ what: String, settle: Double = 0.2,
-                sourceLocation: SourceLocation = #_sourceLocation) {
-        let measured = levels(keys, settle: settle)
+    /// Checks that the listed route channels reach these levels (`levels(_:reaching:)`).
+    func expect(_ keys: [String], _ expected: [Float], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let measured = levels(keys, reaching: expected)
         #expect(zip(measured, expected).allSatisfy { abs($0 - $1) < 2e-3 }, "\(what): \(keys) measured \(measured), expected \(expected)",
                 sourceLocation: sourceLocation)
     }
@@ -135,9 +153,9 @@ struct ExampleSessionTests {
         rig.play("mpv", 1, 0.5)
         rig.expect(["speaker:1", "speaker:2"], [0.5, 0.5], "music")
         try rig.send("/app/nav/activate")
-        rig.expect(["speaker:1"], [0.5 * Self.dB(-14)], "ducked by the prompt", settle: 0.4)
+        rig.expect(["speaker:1"], [0.5 * Self.dB(-14)], "ducked by the prompt")
         try rig.send("/app/nav/deactivate")
-        rig.expect(["speaker:1"], [0.5], "released", settle: 0.8)
+        rig.expect(["speaker:1"], [0.5], "released")
     }
 
     @Test("Sessions/radio-studio.json: the presenter's voice ducks the beds (not the jingles) by itself, a phone-in interrupts the beds, which come back after it")
@@ -155,12 +173,18 @@ struct ExampleSessionTests {
         #expect(try rig.appState("presenter") == "listening")
         // The presenter speaks (signal activation: nobody presses anything).
         rig.play("mic", 0, 0.2)
-        rig.expect(["onair:1"], [0.5 * Self.dB(-12) + 0.1 + 0.2], "her voice ducks the beds by 12 dB, the jingles stay", settle: 0.3)
+        rig.expect(["onair:1"], [0.5 * Self.dB(-12) + 0.1 + 0.2], "her voice ducks the beds by 12 dB, the jingles stay")
         #expect(try rig.appState("presenter") == "active")
-        // She stops: the duck holds 800 ms, then releases over 800 ms.
+        // She stops: the duck holds 800 ms, then releases over 800 ms. Measured on a take that
+        // starts when she stops (both from the next JACK cycle): the first 0.7 s stay ducked.
         rig.play("mic", 0, 0)
-        rig.expect(["onair:1"], [0.5 * Self.dB(-12) + 0.1], "the duck holds through a pause", settle: 0.4)
-        rig.expect(["onair:1"], [0.6], "released after the hold", settle: 1.6)
+        let pause = rig.record(["onair:1"], seconds: 0.75)[0]
+        let rate = rig.server.sampleRate
+        let held = pause[(rate / 10)..<min(pause.count, rate * 7 / 10)]
+        let duckedLevel = 0.5 * Self.dB(-12) + 0.1
+        #expect(!held.isEmpty && held.allSatisfy { abs($0 - duckedLevel) < 2e-3 },
+                "the duck holds through a pause: from 0.1 to 0.7 s after she stops, \(held.min() ?? .nan)...\(held.max() ?? .nan), expected \(duckedLevel)")
+        rig.expect(["onair:1"], [0.6], "released after the hold")
         #expect(try rig.appState("presenter") == "listening")
         try rig.send("/app/phone/activate")
         #expect(try rig.appState("beds") == "interrupted")
@@ -181,7 +205,7 @@ struct ExampleSessionTests {
         let speaker = Self.slider(0.8)
         rig.expect(["speaker:1"], [0.5 * speaker], "music at the speaker's volume 0.8")
         try rig.send("/app/nav/activate")
-        rig.expect(["speaker:1"], [(0.5 * Self.dB(-14) + 0.2) * speaker], "a prompt ducks the music", settle: 0.4)
+        rig.expect(["speaker:1"], [(0.5 * Self.dB(-14) + 0.2) * speaker], "a prompt ducks the music")
         try rig.send("/app/nav/deactivate")
         try rig.send("/app/audiobook/activate")
         rig.expect(["speaker:1"], [0.3 * speaker], "the audiobook replaces the music")
@@ -196,10 +220,9 @@ struct ExampleSessionTests {
         rig.expect(["speaker:1"], [0.3 * speaker], "which resumes after the call")
 
         try rig.plug("rearphones", inputs: ["playback_1", "playback_2"])
-        rig.expect(["rear:1", "speaker:1"], [0.3 * Self.slider(0.6), 0], "rear headphones plugged in: the audiobook moves there, at their own volume", settle: 0.3)
+        rig.expect(["rear:1", "speaker:1"], [0.3 * Self.slider(0.6), 0], "rear headphones plugged in: the audiobook moves there, at their own volume")
         rig.unplug("rearphones")
-        Thread.sleep(forTimeInterval: 0.2)
-        #expect(try rig.appState("audiobook") == "interrupted")
+        try waitFor("the audiobook to be interrupted when its route goes") { (try? rig.appState("audiobook")) == "interrupted" }
         let peak = max(rig.peak("speaker:1", seconds: 0.3), rig.peak("speaker:2", seconds: 0.1))
         #expect(peak < 3.2e-5, "unplugged: nothing jumps to the speaker (peak \(peak))")
     }

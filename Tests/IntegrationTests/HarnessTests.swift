@@ -1,10 +1,11 @@
 import Foundation
 import JackHost
 import JackTestSupport
+import OSCTransport
 import Testing
 
-/// The test harness itself: JACK server names a run makes its own before using them, and JACK's
-/// table of servers cleaned only of entries whose process is gone.
+/// The test harness itself: JACK server names a run makes its own before using them, JACK's
+/// table of servers cleaned only of entries whose process is gone, and OSC ports that are free.
 /// Two test runs on one machine (or a run beside someone's own server) must never disturb each
 /// other.
 @Suite("Test harness", .serialized)
@@ -130,6 +131,57 @@ struct HarnessTests {
         FileHandle.standardOutput.write(Data("HARNESS-CHILD-SERVER \(server.name) \(server.processIdentifier)\n".utf8))
         Thread.sleep(forTimeInterval: 60)
         server.stop()
+    }
+
+    @Test("OSC ports: free for UDP and TCP on loopback and on every address, never the same twice; a daemon whose port was taken is started again on another")
+    func oscPorts() throws {
+        var seen: Set<UInt16> = []
+        for _ in 0..<20 {
+            let port = try OSCPorts.free()
+            #expect(seen.insert(port).inserted, "port \(port) handed out twice")
+            for bind in ["127.0.0.1", "::"] {
+                #expect(try OSCServer(configuration: Self.configuration(bind: bind, port: port)).port == port,
+                        "the project's own server binds UDP and TCP on \(bind) port \(port)")
+            }
+        }
+
+        // Someone takes the port after it was found free: the daemon cannot bind it, says so,
+        // and the rig starts it again on another port.
+        let server = try JackServer()
+        defer { server.stop() }
+        let taken = try OSCPorts.free()
+        let squatter = try OSCServer(configuration: Self.configuration(bind: "127.0.0.1", port: taken))
+        defer { _ = squatter }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-harness-\(getpid())-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        var tried: [UInt16] = []
+        let (daemon, port) = try OSCPorts.withFreePort { free in
+            let port = tried.isEmpty ? taken : free
+            tried.append(port)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let daemon = Process()
+            daemon.executableURL = DaemonTests.binary
+            daemon.arguments = ["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"]
+            daemon.currentDirectoryURL = DaemonTests.repository
+            daemon.standardError = try FileHandle(forWritingTo: log)
+            daemon.standardOutput = FileHandle.nullDevice
+            try daemon.run()
+            let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
+            try waitForDaemon(daemon, port: port, log: (try? String(contentsOf: log, encoding: .utf8)) ?? "", "OSC to answer") {
+                (try? ask(client, OSCMessage("/state"))) != nil
+            }
+            return (daemon, port)
+        }
+        defer { daemon.terminate(); finish(daemon) }
+        #expect(tried.count == 2 && tried.first == taken, "ports tried: \(tried)")
+        #expect(port != taken && port == tried.last)
+    }
+
+    static func configuration(bind: String, port: UInt16) -> OSCServer.Configuration {
+        var configuration = OSCServer.Configuration()
+        configuration.bind = bind
+        configuration.port = port
+        return configuration
     }
 
     /// True when someone holds a claim on `name` (our own attempt fails).

@@ -60,22 +60,37 @@ struct NSMTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("duckrouter.nABCD").path
         let nsm = try TestNSMServer(path: path, clientID: "duckrouter.nABCD")
-        let oscPort = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
-        func start() throws -> Process {
-            let daemon = Process()
-            daemon.executableURL = DaemonTests.binary
-            daemon.arguments = ["--server", server.name, "--osc-port", "\(oscPort)", "Sessions/default.json"]
-            daemon.currentDirectoryURL = DaemonTests.repository
-            daemon.environment = ProcessInfo.processInfo.environment.merging(["NSM_URL": "osc.udp://127.0.0.1:\(nsm.port)/"]) { $1 }
-            daemon.standardError = FileHandle.nullDevice
-            daemon.standardOutput = FileHandle.nullDevice
-            try daemon.run()
-            return daemon
-        }
-        var daemon = try start()
+        // The daemon takes a free OSC port; when it cannot bind it (taken meanwhile), it exits
+        // before it answers the manager, and starts again on another.
+        var daemon = Process()
         defer { if daemon.isRunning { daemon.terminate(); finish(daemon) } }
-        try waitFor("the answer to open") { nsm.received("/reply").contains { $0.first as? String == "/nsm/client/open" } }
-        let announce = try #require(nsm.received("/nsm/server/announce").first)
+        let logFile = folder.appendingPathExtension("log")
+        defer { try? FileManager.default.removeItem(at: logFile) }
+        /// Starts the daemon; returns an OSC client for it once `answers` says it is up.
+        func start(answers: (OSCClient) -> Bool) throws -> OSCClient {
+            try OSCPorts.withFreePort { port in
+                _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+                let log = try FileHandle(forWritingTo: logFile)
+                defer { try? log.close() }
+                daemon = Process()
+                daemon.executableURL = DaemonTests.binary
+                daemon.arguments = ["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"]
+                daemon.currentDirectoryURL = DaemonTests.repository
+                daemon.environment = ProcessInfo.processInfo.environment.merging(["NSM_URL": "osc.udp://127.0.0.1:\(nsm.port)/"]) { $1 }
+                daemon.standardError = log
+                daemon.standardOutput = FileHandle.nullDevice
+                try daemon.run()
+                let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
+                try waitForDaemon(daemon, port: port, log: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "",
+                                  "the daemon to answer") { answers(client) }
+                return client
+            }
+        }
+        let client = try start { client in
+            nsm.received("/reply").contains { $0.first as? String == "/nsm/client/open" } && (try? ask(client, OSCMessage("/state"))) != nil
+        }
+        // The last announce: a daemon that could not bind its OSC port announced itself too.
+        let announce = try #require(nsm.received("/nsm/server/announce").last)
         #expect(announce.count == 6 && announce[0] as? String == "duckrouter" && announce[1] as? String == ":dirty:")
         #expect(announce[3] as? Int == 1 && announce[5] as? Int == Int(daemon.processIdentifier))
 
@@ -86,9 +101,10 @@ struct NSMTests {
                 "a new session starts from the template on the command line")
 
         // A change makes it dirty; nothing is written until the manager says save.
-        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: oscPort))
         #expect(try ask(client, OSCMessage("/app/music/volume", [.float(0.3)]))?.path == "/reply")
         try waitFor("is_dirty") { !nsm.received("/nsm/client/is_dirty").isEmpty }
+        // An observation window, not a wait: without NSM the daemon saves 200 ms after a change;
+        // under NSM nothing may be written in 0.5 s either.
         Thread.sleep(forTimeInterval: 0.5)
         #expect(!FileManager.default.fileExists(atPath: path + ".state.json"), "no save without the manager")
         nsm.command("save")
@@ -104,8 +120,7 @@ struct NSMTests {
         daemon.terminate()
         finish(daemon)
         #expect(daemon.terminationStatus == 0)
-        daemon = try start()
-        try waitFor("OSC after the restart") { (try? ask(client, OSCMessage("/app/music/volume")))??.path == "/reply" }
-        #expect(try ask(client, OSCMessage("/app/music/volume"))?.arguments.last == .float(0.3))
+        let again = try start { client in (try? ask(client, OSCMessage("/app/music/volume")))??.path == "/reply" }
+        #expect(try ask(again, OSCMessage("/app/music/volume"))?.arguments.last == .float(0.3))
     }
 }

@@ -17,33 +17,36 @@ struct OSCControlTests {
         let dump = try OSCDump()
         defer { dump.stop() }
         rig.play(music: 0.5)
-        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5, within: Self.tolerance)
         try oscsend(rig.port, "/subscribe", "s", "osc.udp://127.0.0.1:\(dump.port)/")
-        Thread.sleep(forTimeInterval: 0.2)
+        try waitFor("oscdump to be subscribed") {
+            (((try? rig.settings()) ?? [:])["subscribers"] as? [String])?.contains { $0.contains(":\(dump.port)") } == true
+        }
 
         // A navigation prompt ducks the music by 14 dB; deactivating it releases the duck.
         try oscsend(rig.port, "/app/nav/activate")
         dump.expect("/duckrouter/app", "\"music\" \"ducked\"")
-        let ducked = rig.level(.speaker1, settle: 0.4)
+        // Within 0.5 dB of -14 dB, every sample of a window (the 100 ms attack is over).
+        let ducked = rig.level(.speaker1, reaching: 0.5 * Decibels.linear(-14), within: 0.5 * Decibels.linear(-14) * 0.05)
         #expect(abs(Decibels.level(ducked / 0.5) + 14) < 0.5, "music ducked to \(Decibels.level(ducked / 0.5)) dB")
         try oscsend(rig.port, "/app/nav/deactivate", "i", "0")
         dump.expect("/duckrouter/app", "\"music\" \"active\"")
-        #expect(abs(rig.level(.speaker1, settle: 0.8) - 0.5) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5, within: Self.tolerance)
 
         // The system volume of the current route.
         try oscsend(rig.port, "/system/volume", "f", "0.5")
         dump.expect("/duckrouter/volume", "0.5", "\"speaker\"")
-        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(sliderPosition: 0.5)) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5 * Decibels.linear(sliderPosition: 0.5), within: Self.tolerance)
         try oscsend(rig.port, "/system/gain", "f", "0")
         dump.expect("/duckrouter/volume", "1.0", "\"speaker\"")
 
         // The silent switch silences the ambient game, not the music.
         rig.play(music: 0, game: 0.25)
-        #expect(abs(rig.level(.speaker1) - 0.25) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.25, within: Self.tolerance)
         try oscsend(rig.port, "/system/silent", "T")
         dump.expect("/duckrouter/silent", "1")
         dump.expect("/duckrouter/app", "\"game\" \"silenced\"")
-        #expect(abs(rig.level(.speaker1)) < 1e-4)
+        rig.expectLevel(.speaker1, 0, within: 1e-4)
         try oscsend(rig.port, "/system/silent", "i", "0")
         dump.expect("/duckrouter/silent", "0")
 
@@ -52,20 +55,20 @@ struct OSCControlTests {
         rig.play(music: 0.5, game: 0)
         try oscsend(rig.port, "/system/interruption/begin", "s", "phone")
         dump.expect("/duckrouter/interruption", "\"music\" \"began\"")
-        #expect(abs(rig.level(.speaker1)) < 3e-5, "below -90 dBFS during the call")
+        rig.expectLevel(.speaker1, 0, within: 3e-5, "below -90 dBFS during the call")
         dump.clear()
         try oscsend(rig.port, "/system/interruption/end", "si", "phone", "1")
         dump.expect("/duckrouter/interruption", "\"music\" \"ended\" 1")
         dump.expect("/duckrouter/app", "\"game\" \"active\"")
         try oscsend(rig.port, "/app/music/activate")
         dump.expect("/duckrouter/app", "\"music\" \"active\"")
-        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5, within: Self.tolerance)
 
         // A person selects the headphones: the music moves there.
         try oscsend(rig.port, "/route/select", "s", "headphones")
         dump.expect("/duckrouter/route", "\"override\" \"headphones\" \"speaker\"")
-        #expect(abs(rig.level(.phones1) - 0.5) < Self.tolerance)
-        #expect(abs(rig.level(.speaker1, settle: 0)) < 1e-4)
+        rig.expectLevel(.phones1, 0.5, within: Self.tolerance)
+        rig.expectLevel(.speaker1, 0, within: 1e-4)
         try oscsend(rig.port, "/route/select", "s", "speaker")
         dump.expect("/duckrouter/route", "\"override\" \"speaker\" \"headphones\"")
 
@@ -87,20 +90,20 @@ struct OSCControlTests {
         try waitFor("synth's ports") { rig.recorder.client.portExists("duckrouter:synth_in_2") }
         try rig.source.connect("source:extra_L", to: "duckrouter:synth_in_1")
         try rig.source.connect("source:extra_R", to: "duckrouter:synth_in_2")
-        #expect(abs(rig.level(.speaker1)) < 1e-6, "a new app starts silent")
+        rig.expectSteady(.speaker1, 0, within: 1e-6, "a new app starts silent")
 
         lines = py.send("/app/synth/activate")
-        lines += py.wait(0.3)
+        if !lines.contains("/duckrouter/app", "synth", "active") { lines += py.wait(until: "/duckrouter/app", "synth", "active") }
         #expect(lines.contains("/reply", "/app/synth/activate"), "\(lines)")
         #expect(lines.contains("/duckrouter/app", "synth", "active"), "the app hears about itself: \(lines)")
-        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5, within: Self.tolerance)
 
         lines = py.send("/app/synth/volume", ("f", 0.5))
         #expect(lines.answer?.args == [.string("/app/synth/volume"), .double(0.5)], "\(lines)")
-        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(sliderPosition: 0.5)) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5 * Decibels.linear(sliderPosition: 0.5), within: Self.tolerance)
         lines = py.send("/app/synth/gain", ("d", -6.0))
         #expect(lines.answer?.path == "/reply")
-        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(-6)) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5 * Decibels.linear(-6), within: Self.tolerance)
         #expect(py.send("/app/synth/gain").answer?.args == [.string("/app/synth/gain"), .double(-6)])
         #expect(py.send("/app/synth/category").answer?.args == [.string("/app/synth/category"), .string("playback"), .string("mixWithOthers"), .string("default")])
 
@@ -111,7 +114,7 @@ struct OSCControlTests {
         #expect(py.send("/route/select", ("s", "hdmi")).answer?.args.prefix(2) == [.string("/route/select"), .int(-4)])
         #expect(py.send("/remote/seek").answer?.args.prefix(2) == [.string("/remote/seek"), .int(-2)])
         #expect(py.send("/no/such/path").answer?.args.prefix(2) == [.string("/no/such/path"), .int(-7)])
-        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(-6)) < Self.tolerance)
+        rig.expectSteady(.speaker1, 0.5 * Decibels.linear(-6), within: Self.tolerance, "nothing changed")
 
         // A non-mixable app refuses to be interrupted by... nothing: but playback without options
         // interrupts the music, which hears about it at its subscriber.
@@ -119,11 +122,11 @@ struct OSCControlTests {
         #expect(lines.answer?.path == "/reply")
         lines = py.send("/app/synth/category", ("s", "playback"))
         lines += py.send("/app/synth/activate")
-        lines += py.wait(0.3)
+        if !lines.contains("/duckrouter/interruption", "music", "began") { lines += py.wait(until: "/duckrouter/interruption", "music", "began") }
         #expect(lines.contains("/duckrouter/interruption", "music", "began"), "\(lines)")
 
         lines = py.send("/app/synth/deactivate", ("i", 1))
-        lines += py.wait(0.3)
+        if !lines.contains("/duckrouter/interruption", "music", "ended", "1") { lines += py.wait(until: "/duckrouter/interruption", "music", "ended", "1") }
         #expect(lines.contains("/duckrouter/interruption", "music", "ended", "1"), "\(lines)")
         lines = py.send("/app/synth/unregister")
         #expect(lines.answer?.path == "/reply")
@@ -136,10 +139,10 @@ struct OSCControlTests {
         let rig = try OSCRig()
         defer { rig.close() }
         rig.play(music: 0.5, game: 0.25)
-        Thread.sleep(forTimeInterval: 0.2)
+        rig.expectLevel(.speaker1, 0.75, within: 1e-4)
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
         rig.recorder.startRecording()
-        Thread.sleep(forTimeInterval: 0.1)
+        Thread.sleep(forTimeInterval: 0.1)   // paced: the take starts with 0.1 s before the bundle
         let when = Date().timeIntervalSince1970 + 0.5
         let expectedFrame = rig.recorder.client.frameTime(atMicroseconds: rig.recorder.client.microseconds + 500_000)
         let drift = Date().timeIntervalSince1970 + 0.5 - when   // time spent between the two readings
@@ -149,7 +152,11 @@ struct OSCControlTests {
         ], timetag: OSCTimetag(unixTime: when)))
         let replies = [try client.receive(timeout: 2) { $0.path == "/reply" }, try client.receive(timeout: 2) { $0.path == "/reply" }]
         #expect(replies.allSatisfy { $0 != nil }, "both messages are answered")
-        Thread.sleep(forTimeInterval: 0.6)
+        // Record until JACK's clock is 50 ms past the bundle's frame (the 20 ms ramp, and more).
+        try waitFor("JACK's clock to pass the bundle's time", timeout: 5) {
+            let now = rig.recorder.client.frameTime(atMicroseconds: rig.recorder.client.microseconds)
+            return Int32(bitPattern: now &- expectedFrame) > 48000 / 20
+        }
         let take = rig.recorder.stopRecording()
         let out = take.channels[OSCRig.Channel.speaker1.rawValue]
         #expect(abs(out[0] - 0.75) < 1e-4)
@@ -232,7 +239,7 @@ struct OSCControlTests {
         }
         #expect(answers.count == values.count, "\(answers.count) of \(values.count) answered")
         #expect(zip(answers, values).allSatisfy { abs($0 - $1) < 1e-5 }, "answered in the order sent")
-        #expect(abs(rig.level(.speaker1, settle: 0.3) - 0.5 * Decibels.linear(sliderPosition: 0.5)) < Self.tolerance)
+        rig.expectLevel(.speaker1, 0.5 * Decibels.linear(sliderPosition: 0.5), within: Self.tolerance)
         #expect(rig.daemon.isRunning)
     }
 
@@ -366,7 +373,8 @@ struct OSCControlTests {
         try outsider.send(OSCMessage("/app/music/gain", [.float(-40)]))
         let refused = try outsider.receive(timeout: 2) { $0.path == "/error" || $0.path == "/reply" }
         #expect(refused?.arguments.prefix(2) == [.string("/app/music/gain"), .int32(-5)], "\(String(describing: refused))")
-        #expect(abs(rig.level(.speaker1) - 0.5) < Self.tolerance, "nothing changed")
+        rig.expectLevel(.speaker1, 0.5, within: Self.tolerance)
+        rig.expectSteady(.speaker1, 0.5, within: Self.tolerance, "nothing changed")
         let insider = try OSCClient(OSCURL(transport: .tcp, host: "::1", port: rig.port))
         #expect(try ask(insider, OSCMessage("/app/music/gain"))?.arguments == [.string("/app/music/gain"), .float(0)])
     }
@@ -408,3 +416,4 @@ final class Counter: @unchecked Sendable {
     }
     func add(_ n: Int) { lock.withLock { count += n } }
 }
+

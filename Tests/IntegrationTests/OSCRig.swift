@@ -2,6 +2,7 @@ import Foundation
 import JackHost
 import JackTestSupport
 import OSCTransport
+import SessionStore
 import Testing
 
 /// The `duckrouter` daemon on a private jackd, driven over OSC by outside clients:
@@ -15,8 +16,10 @@ final class OSCRig {
     let source: TestClient
     let recorder: TestClient
     private(set) var daemon: Process
-    let port: UInt16
+    /// The OSC port, free when the daemon started (written into the session file).
+    private(set) var port: UInt16 = 0
     let sessionFile: URL
+    private let sessionText: (UInt16) -> String
     private let stderrFile: URL
 
     static let sourceOutputs = ["music_L", "music_R", "nav", "game_L", "game_R", "extra_L", "extra_R"]
@@ -53,19 +56,27 @@ final class OSCRig {
         server = try JackServer(period: 256)
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
-        port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
-        sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-osc-\(getpid())-\(port).json")
-        try Self.session(port: port, osc: extra, routes: routes, apps: apps, input: input).write(to: sessionFile, atomically: true, encoding: .utf8)
+        sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-osc-\(getpid())-\(UUID().uuidString).json")
+        sessionText = { port in OSCRig.session(port: port, osc: extra, routes: routes, apps: apps, input: input) }
         stderrFile = sessionFile.appendingPathExtension("log")
-        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         daemon = Process()
-        try startDaemon()
+        try OSCPorts.withFreePort { port in try startDaemon(port: port) }
     }
 
     /// The state file the daemon keeps beside the session.
     var stateFile: URL { sessionFile.deletingPathExtension().appendingPathExtension("state.json") }
 
-    private func startDaemon() throws {
+    /// What the state file holds now (nil: none yet, or unreadable).
+    func savedState() -> SavedState? { (try? StateFile(path: stateFile.path).load()) ?? nil }
+
+    /// Starts the daemon on `port` (written into the session file) and waits until it has made its
+    /// connections and answers OSC; throws `OSCPorts.InUse` when it could not bind that port.
+    private func startDaemon(port: UInt16) throws {
+        if port != self.port {
+            self.port = port
+            try sessionText(port).write(to: sessionFile, atomically: true, encoding: .utf8)
+        }
         daemon = Process()
         daemon.executableURL = DaemonTests.binary
         daemon.arguments = ["--server", server.name, sessionFile.path]
@@ -74,11 +85,12 @@ final class OSCRig {
         daemon.standardError = log
         daemon.standardOutput = FileHandle.nullDevice
         try daemon.run()
-        try waitFor("the router's connections") {
+        try? log.close()
+        try waitForDaemon(daemon, port: port, log: self.log, "the router's connections") {
             recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
                 && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
         }
-        try waitFor("OSC to answer") { (try? self.query("/route/select")) != nil }
+        try waitForDaemon(daemon, port: port, log: self.log, "OSC to answer") { (try? self.query("/route/select")) != nil }
     }
 
     /// Kills the daemon with SIGKILL (no chance to save anything) and starts it again on the same
@@ -88,8 +100,15 @@ final class OSCRig {
         try restart()
     }
 
-    /// Starts the daemon again after `kill9()`.
-    func restart() throws { try startDaemon() }
+    /// Starts the daemon again after `kill9()`, on the same port if it is still free (else on
+    /// another, rewritten into the session file).
+    func restart() throws {
+        do {
+            try startDaemon(port: port)
+        } catch is OSCPorts.InUse {
+            try OSCPorts.withFreePort { port in try startDaemon(port: port) }
+        }
+    }
 
     func kill9() {
         kill(daemon.processIdentifier, SIGKILL)
@@ -146,12 +165,46 @@ final class OSCRig {
         for (i, level) in [music, music, nav, game, game, extra, extra].enumerated() { source.setSignal([level], output: i) }
     }
 
-    /// The level at a recorder input now: the mean of 50 ms, after `settle` seconds.
-    func level(_ channel: Channel, settle: Double = 0.15) -> Float {
-        Thread.sleep(forTimeInterval: settle)
-        let take = recorder.record(seconds: 0.05)
-        let samples = take.channels[channel.rawValue]
-        return samples.isEmpty ? .nan : samples.reduce(0, +) / Float(samples.count)
+    /// The level at a recorder input once it has reached `expected`: 50 ms windows are recorded
+    /// until one has every sample within `tolerance` of it (so a window inside a ramp that only
+    /// passes by does not count), for at most `timeout` seconds. Returns that window's mean, or
+    /// the last window's. What a change sounds like once it settles is the verdict; how long the
+    /// control path took to get there on a busy machine is not.
+    func level(_ channel: Channel, reaching expected: Float, within tolerance: Float = 2e-3, timeout: Double = 3) -> Float {
+        levels([channel], reaching: [expected], within: tolerance, timeout: timeout)[0]
+    }
+
+    /// `level(_:reaching:)` for several inputs at once, all in the same window.
+    func levels(_ channels: [Channel], reaching expected: [Float], within tolerance: Float = 2e-3, timeout: Double = 3) -> [Float] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let take = recorder.record(seconds: 0.05)
+            let windows = channels.map { take.channels[$0.rawValue] }
+            let steady = zip(windows, expected).allSatisfy { window, level in
+                !window.isEmpty && window.allSatisfy { abs($0 - level) < tolerance }
+            }
+            if steady || Date() >= deadline {
+                return windows.map { $0.isEmpty ? .nan : $0.reduce(0, +) / Float($0.count) }
+            }
+        }
+    }
+
+    /// Checks that a recorder input reaches `expected` (`level(_:reaching:)`).
+    func expectLevel(_ channel: Channel, _ expected: Float, within tolerance: Float = 2e-3, _ comment: String = "",
+                     sourceLocation: SourceLocation = #_sourceLocation) {
+        let measured = level(channel, reaching: expected, within: tolerance)
+        #expect(abs(measured - expected) < tolerance, "\(channel) at \(measured), expected \(expected) \(comment)", sourceLocation: sourceLocation)
+    }
+
+    /// Checks that a recorder input stays at `expected` for `seconds`, every sample: for "nothing
+    /// changed" after a refusal (the refusal's answer has come, so a wrong change would already
+    /// be on its way).
+    func expectSteady(_ channel: Channel, _ expected: Float, within tolerance: Float = 2e-3, seconds: Double = 0.3,
+                      _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation) {
+        let window = recorder.record(seconds: seconds).channels[channel.rawValue]
+        let worst = window.map { abs($0 - expected) }.max() ?? .nan
+        #expect(!window.isEmpty && worst < tolerance, "\(channel) moved \(worst) from \(expected) within \(seconds) s \(comment)",
+                sourceLocation: sourceLocation)
     }
 }
 
@@ -163,6 +216,26 @@ func finish(_ process: Process, timeout: Double = 10) {
 }
 
 struct Unexpected: Error, CustomStringConvertible { let description: String }
+
+/// Waits for `condition` like `waitFor`, while watching the daemon: when it exits first, throws
+/// `OSCPorts.InUse` if its log says it could not bind its OSC port (the caller then starts it on
+/// another port), else an error with its log.
+func waitForDaemon(_ daemon: Process, port: UInt16, log: @autoclosure () -> String, _ what: String,
+                   timeout: Double = 10, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return }
+        if !daemon.isRunning {
+            let text = log()
+            if let line = text.split(separator: "\n").last(where: { $0.contains("cannot listen for OSC") }) {
+                throw OSCPorts.InUse(port: port, detail: String(line))
+            }
+            throw Unexpected(description: "duckrouter exited with status \(daemon.terminationStatus) while waiting for \(what); its log:\n\(text)")
+        }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    throw Unexpected(description: "timed out after \(timeout) s waiting for \(what); duckrouter's log:\n\(log().suffix(2000))")
+}
 
 /// liblo's `oscsend`, run once per message (each run has its own source port).
 func oscsend(_ port: UInt16, _ path: String, _ types: String = "", _ arguments: String...) throws {
@@ -176,14 +249,21 @@ func oscsend(_ port: UInt16, _ path: String, _ types: String = "", _ arguments: 
 
 /// liblo's `oscdump`, listening on a port, collecting every line it prints.
 final class OSCDump: @unchecked Sendable {
-    let port: UInt16
-    private let process = Process()
-    private let output = Pipe()
+    private(set) var port: UInt16 = 0
+    private var process = Process()
+    private var output = Pipe()
     private let lock = NSLock()
     private var text = ""
 
+    /// Starts oscdump on a free port and returns once it prints what it receives there.
     init() throws {
-        port = UInt16(45000 + Int.random(in: 0..<10000))
+        try OSCPorts.withFreePort { port in try start(port) }
+    }
+
+    private func start(_ port: UInt16) throws {
+        self.port = port
+        process = Process()
+        output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/oscdump")
         process.arguments = ["-L", "\(port)"]
         process.standardOutput = output
@@ -194,7 +274,18 @@ final class OSCDump: @unchecked Sendable {
             lock.withLock { text += String(decoding: data, as: UTF8.self) }
         }
         try process.run()
-        Thread.sleep(forTimeInterval: 0.2)
+        // Listening once a message sent to it is printed; gone when its port was taken.
+        let probe = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
+        try waitFor("oscdump to listen on \(port)") {
+            try? probe.send(OSCMessage("/oscdump/ready"))
+            Thread.sleep(forTimeInterval: 0.02)
+            return !process.isRunning || lines.contains { $0.contains("/oscdump/ready") }
+        }
+        guard process.isRunning else {
+            output.fileHandleForReading.readabilityHandler = nil
+            throw OSCPorts.InUse(port: port, detail: "oscdump exited")
+        }
+        clear()
     }
 
     deinit { stop() }
@@ -302,9 +393,11 @@ final class PythonOSC {
         return lines
     }
 
-    /// Lines that arrive within `seconds`.
-    func wait(_ seconds: Double) -> [Line] {
-        try? input.fileHandleForWriting.write(contentsOf: Data("wait \(seconds)\n".utf8))
+    /// Lines that arrive until one has `path` and starts with `values` (compared as text), for
+    /// `timeout` seconds at most: a wait on the notification, not a pause.
+    func wait(until path: String, _ values: String..., timeout: Double = 3) -> [Line] {
+        let wanted = try! JSONSerialization.data(withJSONObject: [path] + values)
+        try? input.fileHandleForWriting.write(contentsOf: Data("until \(timeout) ".utf8) + wanted + Data("\n".utf8))
         var lines: [Line] = []
         while let line = readLine(), line.path != "/waited" { lines.append(line) }
         return lines

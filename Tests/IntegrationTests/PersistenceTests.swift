@@ -26,7 +26,12 @@ struct PersistenceTests {
             OSCMessage("/system/volume", [.float(0.5)]),
         ]
         for message in changes { #expect(try ask(client, message)?.path == "/reply", "\(message)") }
-        Thread.sleep(forTimeInterval: 1)   // saved within 1 s of the change
+        // Saved 200 ms after the first change of a burst: wait until the file holds the last one.
+        try waitFor("the state file to hold every change", timeout: 5) {
+            guard let saved = rig.savedState() else { return false }
+            return saved.selectedRoute == "headphones" && saved.routeVolumes["headphones"].map { abs($0 - 0.5) < 1e-6 } == true
+                && saved.appVolumes["synth"].map { abs($0 - 0.4) < 1e-6 } == true && saved.silent
+        }
         let before = try rig.settings()
 
         try rig.killAndRestart()
@@ -43,7 +48,7 @@ struct PersistenceTests {
         #expect(synth?["category"] as? String == "ambient" && synth?["owner"] == nil, "back, and nobody's until it registers again")
         // And heard: music at 0.6 on the headphones at 0.5.
         let expected = 0.5 * Decibels.linear(sliderPosition: 0.6) * Decibels.linear(sliderPosition: 0.5)
-        #expect(abs(rig.level(.phones1) - expected) < 2e-3)
+        rig.expectLevel(.phones1, expected, within: 2e-3)
     }
 
     @Test("crash consistency: SIGKILL during a burst of 1,000 changes, 20 times; every restart loads a valid state file")

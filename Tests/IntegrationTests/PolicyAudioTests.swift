@@ -30,7 +30,7 @@ struct PolicyAudioTests {
         let router = try #require(rig.router)
         let level: Float = 0.5
         rig.play(Signals.dc(level), on: 0, 1)
-        Thread.sleep(forTimeInterval: 0.2)
+        try rig.settle()
         let (recording, xruns) = try take(rig, seconds: 1.6, [
             (0.2, { try router.perform(.activate(app: "nav")) }),
             (0.6, { #expect(router.status().apps.first { $0.name == "music" }?.state == "ducked") }),
@@ -67,7 +67,7 @@ struct PolicyAudioTests {
         let rig = try Rig()
         let router = try #require(rig.router)
         rig.play(Signals.dc(0.5), on: 0, 1)
-        Thread.sleep(forTimeInterval: 0.2)
+        try rig.settle()
         let (recording, xruns) = try take(rig, seconds: 0.7, [
             (0.2, {
                 // A second player (non-mixable) interrupts music.
@@ -94,13 +94,13 @@ struct PolicyAudioTests {
         rig.play(rig.sine(440, 0.4), on: 0, 1)
         rig.play(rig.sine(1000, 0.3), on: 2, 3)
         try router.perform(.setSilentSwitch(true))
-        let (silent, xruns) = rig.countingXruns { rig.record(seconds: 0.4) }
+        let (silent, xruns) = try rig.countingXruns { try rig.record(seconds: 0.4) }
         expectSameAudio(silent[.speaker1], silent[.musicL], take: silent, xruns: xruns, "silent on: music alone")
         let states = Dictionary(uniqueKeysWithValues: router.status().apps.map { ($0.name, $0.state) })
         #expect(states["game"] == "silenced" && states["music"] == "active")
 
         try router.perform(.setSilentSwitch(false))
-        let (loud, xruns2) = rig.countingXruns { rig.record(seconds: 0.4) }
+        let (loud, xruns2) = try rig.countingXruns { try rig.record(seconds: 0.4) }
         let both = zip(loud[.musicL], loud[.gameL]).map { $0 + $1 }
         expectSameAudio(loud[.speaker1], both, take: loud, xruns: xruns2, "silent off: music and game")
     }
@@ -112,14 +112,14 @@ struct PolicyAudioTests {
         rig.play(rig.sine(440, 0.4), on: 0, 1)
         rig.play(rig.sine(1000, 0.3), on: 2, 3)
         try router.perform(.outsideInterruptionBegan(source: "phone"))
-        let quiet = rig.record(seconds: 0.3)
+        let quiet = try rig.record(seconds: 0.3)
         #expect(quiet[.speaker1].suffix(rig.sampleRate / 10).allSatisfy { $0 == 0 }, "the call silences everything")
         let refusal = #expect(throws: RouterError.self) { try router.perform(.activate(app: "music")) }
         #expect(refusal.map { "\($0)" }?.contains("outside interruption 'phone'") == true)
         #expect(refusal == nil ? false : { if case let .policy(error) = refusal! { error.code == .insufficientPriority } else { false } }())
         try router.perform(.outsideInterruptionEnded(source: "phone", shouldResume: true))
         try router.perform(.activate(app: "music"))
-        let (back, xruns) = rig.countingXruns { rig.record(seconds: 0.4) }
+        let (back, xruns) = try rig.countingXruns { try rig.record(seconds: 0.4) }
         // game is an ambient app without resume=auto in this rig, so only music plays again.
         expectSameAudio(back[.speaker1], back[.musicL], take: back, xruns: xruns, "music after the call")
     }
@@ -135,7 +135,7 @@ struct PolicyAudioTests {
         }
         try router.perform(.activate(app: "synth"))
         rig.play(rig.sine(330, 0.3), on: 4)
-        let (take, xruns) = rig.countingXruns { rig.record(seconds: 0.3) }
+        let (take, xruns) = try rig.countingXruns { try rig.record(seconds: 0.3) }
         expectSameAudio(take[.speaker1], take[.nav], take: take, xruns: xruns, "synth alone")
         try router.perform(.unregister(app: "synth"))
         try waitFor("the synth's port to go") { !rig.recorder.client.portExists("duckrouter:synth_in_1") }

@@ -83,11 +83,36 @@ final class Rig {
         Signals.sine(frequency: frequency, amplitude: amplitude, sampleRate: sampleRate)
     }
 
-    /// Lets the router's ramps settle, then records.
-    func record(seconds: Double, settle: Double = 0.2) -> Recording {
-        Thread.sleep(forTimeInterval: settle)
+    /// Lets the router's ramps settle (`settle()`), then records.
+    func record(seconds: Double) throws -> Recording {
+        try settle()
         return recorder.record(seconds: seconds)
     }
+
+    /// Waits, on the router's own counters rather than the clock, until the audio thread has
+    /// taken the latest published plan and has run long enough since then for its gain ramps
+    /// to end (the ramp time, plus two periods for signal changes made meanwhile to arrive).
+    /// Changes made through the router's API are published before the call returns, so after
+    /// them this is the moment they are fully heard. (Policy ramps longer than the ramp time,
+    /// such as a duck's attack and release, are measured on the recording itself.)
+    func settle(timeout: Double = 5) throws {
+        try IntegrationTests.settle(try #require(router), timeout: timeout)
+    }
+}
+
+/// `Rig.settle()` for any router: waits until its audio thread has taken the latest published
+/// plan and run the ramp time (plus two periods) since.
+func settle(_ router: Router, timeout: Double = 5) throws {
+    var adoptedBy: UInt64 = 0
+    try waitFor("the audio thread to take the latest plan", timeout: timeout) {
+        let status = router.status()
+        adoptedBy = status.cycles
+        return status.adoptedPlan == status.publishedPlan
+    }
+    let status = router.status()
+    let rampFrames = status.rampMilliseconds / 1000 * Double(status.sampleRate)
+    let cycles = UInt64((rampFrames / Double(max(status.bufferSize, 1))).rounded(.up)) + 2
+    try waitFor("\(cycles) cycles after the plan was taken", timeout: timeout) { router.status().cycles >= adoptedBy + cycles }
 }
 
 extension Recording {

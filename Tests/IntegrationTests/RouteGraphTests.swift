@@ -22,7 +22,7 @@ struct RouteGraphTests {
         rig.play(music: 0.5)
         let watcher = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
         #expect(try ask(watcher, OSCMessage("/subscribe"))?.path == "/reply")
-        #expect(abs(rig.level(.speaker1) - 0.5) < 2e-3, "music on the speaker while there are no headphones")
+        rig.expectLevel(.speaker1, 0.5, within: 2e-3, "music on the speaker while there are no headphones")
         let routes = try #require(rig.settings()["routes"] as? [[String: Any]])
         #expect(routes.map { $0["available"] as? Bool } == [true, false], "the headphones' ports do not exist yet")
 
@@ -70,7 +70,7 @@ struct RouteGraphTests {
 
         // Only the app itself (or a person) brings it back: on the speaker.
         #expect(try ask(watcher, OSCMessage("/app/music/activate"))?.path == "/reply")
-        #expect(abs(rig.level(.speaker1) - 0.5) < 2e-3)
+        rig.expectLevel(.speaker1, 0.5, within: 2e-3)
     }
 
     @Test("/route/<route>/available speaks for devices JACK cannot see; a route whose ports are missing stays unavailable")
@@ -106,12 +106,12 @@ struct RouteGraphTests {
         #expect(try ask(client, OSCMessage("/system/volume", [.float(0.8)]))?.arguments == [.string("/system/volume"), .float(0.8), .string("speaker")])
         _ = try ask(client, OSCMessage("/route/select", [.string("headphones")]))
         #expect(try ask(client, OSCMessage("/system/volume", [.float(0.25)]))?.arguments == [.string("/system/volume"), .float(0.25), .string("headphones")])
-        #expect(abs(rig.level(.phones1) - 0.5 * Decibels.linear(sliderPosition: 0.25)) < 2e-3)
+        rig.expectLevel(.phones1, 0.5 * Decibels.linear(sliderPosition: 0.25), within: 2e-3)
         _ = try ask(client, OSCMessage("/route/select", [.string("speaker")]))
         #expect(try ask(client, OSCMessage("/system/volume"))?.arguments == [.string("/system/volume"), .float(0.8), .string("speaker")])
-        #expect(abs(rig.level(.speaker1) - 0.5 * Decibels.linear(sliderPosition: 0.8)) < 2e-3)
+        rig.expectLevel(.speaker1, 0.5 * Decibels.linear(sliderPosition: 0.8), within: 2e-3)
         _ = try ask(client, OSCMessage("/route/select", [.string("headphones")]))
-        #expect(abs(rig.level(.phones1) - 0.5 * Decibels.linear(sliderPosition: 0.25)) < 2e-3)
+        rig.expectLevel(.phones1, 0.5 * Decibels.linear(sliderPosition: 0.25), within: 2e-3)
     }
 
     @Test("a multiRoute app plays channel 1 to the headphones and channel 2 to the speaker at once, by its channel map; others follow the current route")
@@ -125,9 +125,9 @@ struct RouteGraphTests {
         rig.play(music: 0.1, extra: 0)
         rig.source.setSignal([0.3], output: 5)   // extra_L: the cue
         rig.source.setSignal([0.6], output: 6)   // extra_R: the main mix
-        func levels() -> [Float] { [rig.level(.phones1), rig.level(.phones2, settle: 0), rig.level(.speaker1, settle: 0), rig.level(.speaker2, settle: 0)] }
+        let channels: [OSCRig.Channel] = [.phones1, .phones2, .speaker1, .speaker2]
         func expectLevels(_ expected: [Float], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
-            let measured = levels()
+            let measured = rig.levels(channels, reaching: expected)
             #expect(zip(measured, expected).allSatisfy { abs($0 - $1) < 2e-3 }, "\(what): measured \(measured), expected \(expected)",
                     sourceLocation: sourceLocation)
         }
@@ -155,7 +155,7 @@ struct RouteGraphTests {
             let answer = try ask(client, message)
             #expect(answer?.path == "/error" && answer?.arguments.dropFirst().first == .int32(code), "\(message): \(String(describing: answer))")
         }
-        expectLevels([0.3, 0.6, 0.4, 0.7], "unchanged")
+        for (channel, level) in zip(channels, [Float(0.3), 0.6, 0.4, 0.7]) { rig.expectSteady(channel, level, "unchanged") }
     }
 
     @Test("a record app's capture ports carry the input only while it is active; after an outside interruption they stay silent until the app activates again, even when it resumes by itself")
@@ -169,30 +169,36 @@ struct RouteGraphTests {
         defer { taker.close() }
         try taker.connect("duckrouter:rec_capture_1", to: "taker:in_1")
         rig.source.setSignal([0.4], output: 5)   // extra_L: the microphone
-        func captured(settle: Double = 0.15) -> Float {
-            Thread.sleep(forTimeInterval: settle)
-            let take = taker.record(seconds: 0.05).channels[0]
-            return take.map(abs).max() ?? .nan
+        /// What the capture port carries once every sample of a 50 ms window is `expected`
+        /// (waited for, up to 3 s), or over a plain `window` (for "stays silent").
+        func captured(reaching expected: Float? = nil, window: Double = 0.05) -> Float {
+            let deadline = Date().addingTimeInterval(3)
+            while true {
+                let take = taker.record(seconds: window).channels[0]
+                let peak = take.map(abs).max() ?? .nan
+                if expected == nil || take.allSatisfy({ abs($0 - expected!) < 1e-6 }) || Date() >= deadline { return peak }
+            }
         }
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
         func send(_ path: String, _ arguments: [OSCArgument] = []) throws {
             let answer = try ask(client, OSCMessage(path, arguments))
             #expect(answer?.path == "/reply", "\(path): \(String(describing: answer))")
         }
-        #expect(captured() == 0, "inactive: silence")
+        #expect(captured(window: 0.3) == 0, "inactive: silence")
         try send("/app/rec/activate")
-        #expect(abs(captured() - 0.4) < 1e-6, "active: the input, exactly")
+        #expect(abs(captured(reaching: 0.4) - 0.4) < 1e-6, "active: the input, exactly")
         try send("/system/interruption/begin", [.string("phone")])
-        #expect(captured() == 0, "interrupted: silence")
+        #expect(captured(reaching: 0) == 0, "interrupted: silence")
         try send("/system/interruption/end", [.string("phone"), .int32(1)])
-        Thread.sleep(forTimeInterval: 0.1)
-        let apps = try #require(rig.settings()["apps"] as? [[String: Any]])
-        #expect(apps.first { $0["name"] as? String == "rec" }?["state"] as? String == "active", "resumed by itself (resume auto)")
-        #expect(captured(settle: 0.3) == 0, "but the input stays closed")
+        func recState() -> String? {
+            ((try? rig.settings()["apps"] as? [[String: Any]]) ?? nil)?.first { $0["name"] as? String == "rec" }?["state"] as? String
+        }
+        try waitFor("rec to resume by itself (resume auto)") { recState() == "active" }
+        #expect(captured(window: 0.3) == 0, "but the input stays closed")
         try send("/app/rec/activate")
-        #expect(abs(captured() - 0.4) < 1e-6, "until the app activates again")
+        #expect(abs(captured(reaching: 0.4) - 0.4) < 1e-6, "until the app activates again")
         try send("/app/rec/deactivate")
-        #expect(captured() == 0)
+        #expect(captured(reaching: 0) == 0)
     }
 
     @Test("patchbay rules: a plain JACK client named by a connect pattern is connected when it starts and again when it restarts, a hand-made connection survives, an exclusive app keeps only its own; ports carry pretty names")
@@ -228,7 +234,7 @@ struct RouteGraphTests {
         // And its audio arrives: synth (ambient, active) plays 0.2 on the speaker.
         tone.setSignal([0.2], output: 0)
         tone.setSignal([0.2], output: 1)
-        #expect(abs(rig.level(.speaker2) - 0.2) < 2e-3)
+        rig.expectLevel(.speaker2, 0.2, within: 2e-3)
 
         #expect(observer.prettyName(of: "duckrouter:synth_in_1") == "synth L")
         #expect(observer.prettyName(of: "duckrouter:synth_in_2") == "synth R")

@@ -16,7 +16,7 @@ struct RouterAudioTests {
         let rig = try Rig(startRouterFirst: true) // the destination ports appear after the router
         rig.play(rig.sine(440, 0.5), on: 0)
         rig.play(rig.sine(440, 0.25), on: 1)
-        let (take, xruns) = rig.countingXruns { rig.record(seconds: 1) }
+        let (take, xruns) = try rig.countingXruns { try rig.record(seconds: 1) }
         #expect(take[.speaker1].count >= rig.sampleRate * 9 / 10)
         let expectedLeft = Signals.rmsDecibels(take[.musicL])
         #expect(abs(expectedLeft - (20 * log10(0.5) - 3.0103)) < 0.01, "the source plays a -9.03 dBFS RMS sine")
@@ -33,7 +33,7 @@ struct RouterAudioTests {
         let rig = try Rig()
         rig.play(rig.sine(440, 0.4), on: 0, 1)
         rig.play(rig.sine(1000, 0.3), on: 2, 3)
-        let (take, xruns) = rig.countingXruns { rig.record(seconds: 1) }
+        let (take, xruns) = try rig.countingXruns { try rig.record(seconds: 1) }
         let expected = zip(take[.musicL], take[.gameL]).map { $0 + $1 }
         expectSameAudio(take[.speaker1], expected, take: take, xruns: xruns, "left")
         expectSameAudio(take[.speaker2], zip(take[.musicR], take[.gameR]).map { $0 + $1 }, take: take, xruns: xruns, "right")
@@ -45,7 +45,7 @@ struct RouterAudioTests {
         let rig = try Rig()
         try rig.router!.perform(.activate(app: "nav"))
         rig.play(rig.sine(330, 0.3), on: 4)
-        let (take, xruns) = rig.countingXruns { rig.record(seconds: 0.5) }
+        let (take, xruns) = try rig.countingXruns { try rig.record(seconds: 0.5) }
         expectSameAudio(take[.speaker1], take[.nav], take: take, xruns: xruns, "left")
         expectSameAudio(take[.speaker2], take[.nav], take: take, xruns: xruns, "right")
         #expect(Signals.peakDecibels(take[.speaker1]) > -11)
@@ -56,12 +56,15 @@ struct RouterAudioTests {
         let rig = try Rig()
         let router = try #require(rig.router)
         rig.play(Signals.dc(0.5), on: 0, 1)
-        Thread.sleep(forTimeInterval: 0.2)
+        try rig.settle()
         let (take, xruns) = try rig.countingXruns {
+            // 0.3 s at the old level, the change, then its ramp and 0.3 s more (paced, not waited
+            // for: the verdict is read from the recording).
             rig.recorder.startRecording()
             Thread.sleep(forTimeInterval: 0.3)
             try router.setAppGain("music", decibels: -20)
-            Thread.sleep(forTimeInterval: 0.4)
+            try rig.settle()
+            Thread.sleep(forTimeInterval: 0.3)
             return rig.recorder.stopRecording()
         }
         let out = take[.speaker1]
@@ -75,8 +78,12 @@ struct RouterAudioTests {
         #expect(largest > allowed * 0.5, "the level did move")
         #expect(abs(out.first! - 0.5) < 1e-6)
         #expect(abs(out.last! - 0.05) < 1e-5, "final level is -20 dB")
-        let inRamp = out.filter { $0 < 0.5 - 1e-4 && $0 > 0.05 + 1e-4 }.count
-        #expect(abs(Float(inRamp) - rampFrames) < rampFrames * 0.05, "ramp lasts 20 ms (\(inRamp) samples)")
+        // The ramp's length in JACK frames, from its first to its last sample strictly between the
+        // two levels (frame times, so that a cycle the recorder missed does not shorten it).
+        let first = try #require(out.firstIndex { $0 < 0.5 - 1e-4 && $0 > 0.05 + 1e-4 })
+        let last = try #require(out.lastIndex { $0 < 0.5 - 1e-4 && $0 > 0.05 + 1e-4 })
+        let inRamp = Int(try #require(take.frameTime(at: last)) &- (try #require(take.frameTime(at: first)))) + 1
+        #expect(abs(Float(inRamp) - rampFrames) < rampFrames * 0.05, "ramp lasts 20 ms (\(inRamp) frames)")
         #expect(router.status().apps.first { $0.name == "music" }.map { abs($0.gainDecibels + 20) < 0.01 } == true)
     }
 
@@ -99,7 +106,7 @@ struct RouterAudioTests {
         let plans = Int(router.status().publishedPlan - published)
         // Housekeeping publishes held changes every 10 ms, so a long burst is never stale for longer.
         #expect(plans >= 1 && plans <= 2 + Int(elapsed / 0.010), "\(plans) plans for 101 changes in \(elapsed) s")
-        let out = rig.record(seconds: 0.05, settle: 0.2)[.speaker1]
+        let out = try rig.record(seconds: 0.05)[.speaker1]
         #expect(abs(out.last! - 0.05) < 1e-5, "music at -20 dB, game silent")
     }
 
@@ -114,9 +121,17 @@ struct RouterAudioTests {
         try router.setAppGain("music", decibels: -20)
         let status = router.status()
         #expect(status.planQueueFull > 0, "the queue was found full \(status.planQueueFull) times")
-        let take = rig.record(seconds: 0.3, settle: 0.3)
-        // A 0.5 sine is -9.03 dBFS RMS; -20 dB on top.
-        #expect(abs(Signals.rmsDecibels(take[.speaker1]) - (-29.03)) < 0.5)
+        // The held state goes out when the audio thread makes room, at a housekeeping tick; the
+        // last change must then be heard. (Waited for, not slept on: how soon depends on the
+        // machine; 5 s only bounds the wait.) A 0.5 sine is -9.03 dBFS RMS; -20 dB on top.
+        var level = -Double.infinity
+        try? waitFor("the last change to be heard", timeout: 5) {
+            level = Signals.rmsDecibels(rig.recorder.record(seconds: 0.1)[.speaker1])
+            return abs(level - (-29.03)) < 0.5
+        }
+        #expect(abs(level - (-29.03)) < 0.5, "speaker at \(level) dBFS")
+        let take = try rig.record(seconds: 0.3)
+        #expect(abs(Signals.rmsDecibels(take[.speaker1]) - (-29.03)) < 0.5, "and it stays")
         #expect(router.status().publishedPlan == router.status().adoptedPlan, "the last plan was taken")
     }
 
@@ -126,7 +141,7 @@ struct RouterAudioTests {
         let router = try #require(rig.router)
         rig.play(Signals.dc(0.5), on: 0, 1)
         try router.setRouteVolume("speaker", position: 0.5) // cubic taper: 0.125
-        let take = rig.record(seconds: 0.3)
+        let take = try rig.record(seconds: 0.3)
         #expect(abs(take[.speaker1].last! - 0.0625) < 1e-5)
         let before = router.status()
         #expect(throws: RouterError.self) { try router.setAppVolume("music", position: .nan) }
@@ -150,11 +165,11 @@ struct RouterAudioTests {
         let router = try #require(rig.router)
         rig.play(rig.sine(440, 0.2), on: 0, 1)
         rig.play(rig.sine(1000, 0.3), on: 2, 3)
-        Thread.sleep(forTimeInterval: 0.2)
+        try rig.settle()
         let (take, xruns) = rig.countingXruns {
             rig.recorder.startRecording()
             rig.source.injectNonFinite(cycles: 100)
-            Thread.sleep(forTimeInterval: 0.8)
+            Thread.sleep(forTimeInterval: 0.8)   // paces the take: 100 cycles of 5.3 ms, and more
             return rig.recorder.stopRecording()
         }
         #expect(take[.speaker1].allSatisfy { $0.isFinite })
@@ -171,18 +186,19 @@ struct RouterAudioTests {
         let rig = try Rig()
         let router = try #require(rig.router)
         rig.play(rig.sine(440, 0.5), on: 0, 1)
-        Thread.sleep(forTimeInterval: 0.2)
+        try rig.settle()
+        // Paced: 0.3 s of music, then the source goes, then 0.5 s of what is left.
         rig.recorder.startRecording()
         Thread.sleep(forTimeInterval: 0.3)
         rig.source.close()
+        try waitFor("the source's ports to go") { !rig.recorder.client.portExists("source:music_L") }
         Thread.sleep(forTimeInterval: 0.5)
         let take = rig.recorder.stopRecording()
         #expect(take[.speaker1].allSatisfy { $0.isFinite })
         #expect(Signals.peakDecibels(take[.speaker1].prefix(rig.sampleRate / 10)) > -7, "music played before")
         #expect(Signals.peakDecibels(take[.speaker1].suffix(rig.sampleRate / 5)) == -.infinity, "silence after")
         let cycles = router.status().cycles
-        Thread.sleep(forTimeInterval: 0.1)
-        #expect(router.status().cycles > cycles, "the router is still processing")
+        try waitFor("the router to process another cycle", timeout: 2) { router.status().cycles > cycles }
     }
 
     @Test("a JACK period change re-prepares without a crash and the mix stays exact")
@@ -201,7 +217,7 @@ struct RouterAudioTests {
             try change.run()
             change.waitUntilExit()
             try waitFor("the router to see period \(period)") { router.status().bufferSize == period }
-            let (take, xruns) = rig.countingXruns { rig.record(seconds: 0.4) }
+            let (take, xruns) = try rig.countingXruns { try rig.record(seconds: 0.4) }
             let expected = zip(take[.musicL], take[.gameL]).map { $0 + $1 }
             expectSameAudio(take[.speaker1], expected, take: take, xruns: xruns, "period \(period)")
             #expect(take[.speaker1].count > rig.sampleRate / 4)
@@ -222,7 +238,7 @@ struct RouterAudioTests {
         let router = try #require(rig.router)
         rig.play(rig.sine(440, 0.4), on: 0, 1)
         rig.play(rig.sine(1000, 0.2), on: 2, 3, 4)
-        Thread.sleep(forTimeInterval: 0.3)
+        try rig.settle()
         let firstPlan = router.status().adoptedPlan
         let firstCycle = router.status().cycles
         CAllocCounter_watch(try #require(router.processThread))

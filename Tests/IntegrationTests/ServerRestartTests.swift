@@ -16,36 +16,42 @@ struct ServerRestartTests {
         let server: JackServer
         var source: TestClient
         var recorder: TestClient
-        let daemon = Process()
-        let port: UInt16
+        private(set) var daemon = Process()
+        private(set) var port: UInt16 = 0
         let sessionFile: URL
         let logFile: URL
 
         init() throws {
             server = try JackServer(period: 256)
-            port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
-            sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-restart-\(getpid())-\(port).json")
+            sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-restart-\(getpid())-\(UUID().uuidString).json")
             logFile = sessionFile.appendingPathExtension("log")
-            try """
-                {
-                  "routes": [{"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]}],
-                  "apps": [
-                    {"name": "music", "category": "playback", "connect": ["source:music_[LR]"], "active": true},
-                    {"name": "nav", "category": "playback", "options": ["duckOthers", "mixWithOthers"],
-                     "channels": 1, "connect": ["source:nav"]}
-                  ],
-                  "ducking": {"level": -12, "attack": 50, "release": 200},
-                  "osc": {"port": \(port)}
-                }
-                """.write(to: sessionFile, atomically: true, encoding: .utf8)
             (source, recorder) = try Self.clients(server)
-            FileManager.default.createFile(atPath: logFile.path, contents: nil)
-            daemon.executableURL = DaemonTests.binary
-            daemon.arguments = ["--server", server.name, sessionFile.path]
-            daemon.standardError = try FileHandle(forWritingTo: logFile)
-            daemon.standardOutput = FileHandle.nullDevice
-            try daemon.run()
-            try waitFor("OSC to answer", timeout: 10) { (try? self.ask("/state")) != nil }
+            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            try OSCPorts.withFreePort { port in
+                self.port = port
+                try """
+                    {
+                      "routes": [{"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]}],
+                      "apps": [
+                        {"name": "music", "category": "playback", "connect": ["source:music_[LR]"], "active": true},
+                        {"name": "nav", "category": "playback", "options": ["duckOthers", "mixWithOthers"],
+                         "channels": 1, "connect": ["source:nav"]}
+                      ],
+                      "ducking": {"level": -12, "attack": 50, "release": 200},
+                      "osc": {"port": \(port)}
+                    }
+                    """.write(to: sessionFile, atomically: true, encoding: .utf8)
+                daemon = Process()
+                daemon.executableURL = DaemonTests.binary
+                daemon.arguments = ["--server", server.name, sessionFile.path]
+                let handle = try FileHandle(forWritingTo: logFile)
+                handle.seekToEndOfFile()
+                daemon.standardError = handle
+                daemon.standardOutput = FileHandle.nullDevice
+                try daemon.run()
+                try? handle.close()
+                try waitForDaemon(daemon, port: port, log: self.log, "OSC to answer") { (try? self.ask("/state")) != nil }
+            }
             try waitForConnections()
         }
 
@@ -116,10 +122,12 @@ struct ServerRestartTests {
         // A volume set over OSC and a ducking prompt: both must survive every restart.
         #expect(try rig.ask("/app/music/volume", [.float(0.7)])?.path == "/reply")
         #expect(try rig.ask("/app/nav/activate")?.path == "/reply")
-        Thread.sleep(forTimeInterval: 0.4)
+        // 0.5 amplitude sine (-9 dBFS RMS), volume 0.7 (cubic: -9.3 dB), ducked by 12 dB: wait
+        // until the speaker is there (the 50 ms attack, and the control path), then measure.
+        let expected = -9.03 - 9.29 - 12
+        try? waitFor("the ducked level at the speaker") { abs(rig.speakerLevel(seconds: 0.1) - expected) < 1 }
         let baseline = rig.speakerLevel(seconds: 0.5)
-        // 0.5 amplitude sine (-9 dBFS RMS), volume 0.7 (cubic: -9.3 dB), ducked by 12 dB.
-        #expect(abs(baseline - (-9.03 - 9.29 - 12)) < 1, "baseline \(baseline) dBFS")
+        #expect(abs(baseline - expected) < 1, "baseline \(baseline) dBFS")
 
         var samples: [(threads: Int, fds: Int, rssKB: Int)] = []
         var recoveries: [Double] = []
@@ -133,7 +141,7 @@ struct ServerRestartTests {
                 ((try? rig.state())?["engine"] as? [String: Any])?["jack"] as? String == "disconnected"
             }
             #expect(try rig.ask("/app/music/volume", [.float(0.7)])?.path == "/reply")
-            Thread.sleep(forTimeInterval: max(0, 3 - Date().timeIntervalSince(killed)))
+            Thread.sleep(forTimeInterval: max(0, 3 - Date().timeIntervalSince(killed)))   // paced: the scenario's 3 s outage
 
             let launched = try rig.server.restart()
             (rig.source, rig.recorder) = try RestartRig.clients(rig.server)
@@ -158,8 +166,16 @@ struct ServerRestartTests {
             #expect(music["state"] as? String == "ducked")
             #expect((state["engine"] as? [String: Any])?["jack"] as? String == "connected")
             #expect(abs(rig.speakerLevel(seconds: 0.5) - baseline) < 1)
-            Thread.sleep(forTimeInterval: 0.3)
-            samples.append(rig.resources())
+            // Threads and descriptors once they stop changing (a reconnection's helpers may still
+            // be finishing): two readings 0.1 s apart agree.
+            var reading = rig.resources()
+            try? waitFor("the daemon's threads and descriptors to settle", timeout: 3) {
+                Thread.sleep(forTimeInterval: 0.1)
+                let next = rig.resources()
+                defer { reading = next }
+                return next.threads == reading.threads && next.fds == reading.fds
+            }
+            samples.append(reading)
         }
         #expect((((try rig.state())["engine"] as? [String: Any])?["reconnects"] as? Int) == 5)
         let first = samples[0], last = samples[4]

@@ -56,7 +56,7 @@ struct SignalActivationTests {
                 recorder.client.connections(of: "recorder:speaker_1").contains("duckrouter:speaker_out_1")
                     && source.client.connections(of: "source:music_L").contains("duckrouter:music_in_1")
             }
-            Thread.sleep(forTimeInterval: 0.2)
+            try settle(router)
         }
 
         deinit {
@@ -173,7 +173,9 @@ struct SignalActivationTests {
         #expect(heardVoice - said == 1440, "the voice heard \(heardVoice - said) frames late")
         try rig.router.setAppVolume("mic", position: 0)
         rig.play([0], on: "mic")
-        Thread.sleep(forTimeInterval: 0.7)
+        try waitFor("the mic to fall silent and listen again", timeout: 5) { rig.state("mic") == "listening" }
+        try settle(rig.router)
+        // Paced: 0.1 s of silence, then the music starts, and 0.3 s of it.
         rig.recorder.startRecording()
         Thread.sleep(forTimeInterval: 0.1)
         rig.play(Signals.sine(frequency: 1000, amplitude: 0.5, sampleRate: Self.rate), on: "music_L")
@@ -233,7 +235,8 @@ struct SignalActivationTests {
         nav.unduckAfter = 400
         let rig = try SignalRig(apps: [nav])
         try rig.router.perform(.activate(app: "nav"))
-        Thread.sleep(forTimeInterval: 0.1)
+        // At once (the activation's effects are carried out before `perform` returns): a pause
+        // here would race the 400 ms unduckAfter on a busy machine.
         #expect(rig.state("music") == "ducked")
         // Silent: the duck is released 400 ms after activation (the level was silent all along).
         try waitFor("the duck to be released", timeout: 2) { rig.state("music") == "active" }
@@ -269,8 +272,10 @@ struct SignalActivationOSCTests {
         }
         #expect(try nav()["activation"] as? String == "signal")
         #expect(try nav()["state"] as? String == "listening")
-        // Kept across a crash (the state file), then the sound activates it.
-        Thread.sleep(forTimeInterval: 0.4)
+        // Kept across a crash (the state file, once written), then the sound activates it.
+        try waitFor("the state file to keep nav's activation", timeout: 5) {
+            rig.savedState()?.apps.first { $0.name == "nav" }?.activation == "signal"
+        }
         try rig.killAndRestart()
         #expect(try nav()["activation"] as? String == "signal")
         rig.play(music: 0.5, nav: 0.2)

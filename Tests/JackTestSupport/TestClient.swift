@@ -55,13 +55,16 @@ public final class TestClient: @unchecked Sendable {
         client.close()
     }
 
-    /// Plays `samples` on output `output`, looping, from the next cycle.
-    public func setSignal(_ samples: [Float], output: Int) {
+    /// Plays `samples` on output `output`, looping, from the next cycle. It continues where the
+    /// previous signal was (its position modulo the new length), so a sine swapped for another
+    /// keeps its phase; `fromStart` plays it from its first sample instead (a click at sample 0
+    /// sounds once, at the start of the next cycle).
+    public func setSignal(_ samples: [Float], output: Int, fromStart: Bool = false) {
         let table = UnsafeMutablePointer<Table>.allocate(capacity: 1)
         let storage = UnsafeMutablePointer<Float>.allocate(capacity: max(samples.count, 1))
         storage.initialize(repeating: 0, count: max(samples.count, 1))
-        for (i, x) in samples.enumerated() { storage[i] = x }
-        table.initialize(to: Table(samples: storage, count: max(samples.count, 1)))
+        samples.withUnsafeBufferPointer { storage.update(from: $0.baseAddress!, count: $0.count) }
+        table.initialize(to: Table(samples: storage, count: max(samples.count, 1), fromStart: fromStart))
         tables.append(table)
         state.pointee.tables[output].store(UInt(bitPattern: table), ordering: .releasing)
     }
@@ -114,6 +117,7 @@ public final class TestClient: @unchecked Sendable {
     struct Table {
         var samples: UnsafeMutablePointer<Float>
         var count: Int
+        var fromStart: Bool
     }
 
     struct State: ~Copyable {
@@ -124,6 +128,8 @@ public final class TestClient: @unchecked Sendable {
         let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer>
         let tables: UnsafeMutablePointer<Atomic<UInt>>
         let positions: UnsafeMutablePointer<Int>
+        /// The table each output played last cycle (process thread only).
+        let playing: UnsafeMutablePointer<UInt>
         let record: UnsafeMutablePointer<Float>
         let recordCapacity: Int
         let cycleIndex: UnsafeMutablePointer<Int>
@@ -147,6 +153,8 @@ public final class TestClient: @unchecked Sendable {
             for i in 0..<max(outputs.count, 1) { (tables + i).initialize(to: Atomic<UInt>(0)) }
             positions = .allocate(capacity: max(outputs.count, 1))
             positions.initialize(repeating: 0, count: max(outputs.count, 1))
+            playing = .allocate(capacity: max(outputs.count, 1))
+            playing.initialize(repeating: 0, count: max(outputs.count, 1))
             self.recordCapacity = recordCapacity
             record = .allocate(capacity: max(inputs.count, 1) * recordCapacity)
             record.initialize(repeating: 0, count: max(inputs.count, 1) * recordCapacity)
@@ -158,7 +166,7 @@ public final class TestClient: @unchecked Sendable {
         }
 
         func deallocate() {
-            outputPorts.deallocate(); inputPorts.deallocate(); tables.deallocate(); positions.deallocate()
+            outputPorts.deallocate(); inputPorts.deallocate(); tables.deallocate(); positions.deallocate(); playing.deallocate()
             record.deallocate(); cycleIndex.deallocate(); cycleFrameTime.deallocate()
         }
     }
@@ -170,6 +178,13 @@ public struct Recording: Sendable {
     /// (sample index in the recording, JACK frame time of that cycle's start).
     public var cycleStarts: [(index: Int, frameTime: UInt32)]
     public var sampleRate: Int
+
+    /// The JACK frame time of sample `index` (its cycle's start plus its place in the cycle):
+    /// durations measured with it stay right across cycles the recorder missed.
+    public func frameTime(at index: Int) -> UInt32? {
+        guard let cycle = cycleStarts.last(where: { $0.index <= index }) else { return nil }
+        return cycle.frameTime &+ UInt32(index - cycle.index)
+    }
 
     /// Sample indices where a cycle was missed by the recorder (the frame time jumped by more than
     /// the frames recorded); comparisons of neighbouring samples must not span these.
@@ -190,6 +205,10 @@ private let testClientProcess: JackClient.ProcessCallback = { frames, argument i
         let out = raw.assumingMemoryBound(to: Float.self)
         let bits = state.pointee.tables[o].load(ordering: .acquiring)
         if let table = UnsafeMutablePointer<TestClient.Table>(bitPattern: bits) {
+            if state.pointee.playing[o] != bits {
+                state.pointee.playing[o] = bits
+                if table.pointee.fromStart { state.pointee.positions[o] = 0 }
+            }
             var position = state.pointee.positions[o] % table.pointee.count
             for i in 0..<n {
                 out[i] = table.pointee.samples[position]

@@ -5,7 +5,8 @@ Reads one request per line on stdin: a JSON array [path, [type, value], ...], se
 or TCP (OSC 1.1 SLIP framing, python-osc's default), and prints one JSON line per answer:
 {"path": "/reply", "args": [...]} for the /reply or /error whose first argument is the path, with
 every notification that arrived meanwhile as {"path": "/duckrouter/...", "args": [...]} lines
-before it. A line "wait SECONDS" prints what arrives in that time.
+before it. A line "until SECONDS [path, arg...]" prints what arrives until a message with that
+path and first arguments (or for SECONDS at most), then {"path": "/waited"}.
 """
 import json
 import sys
@@ -66,9 +67,16 @@ for line in sys.stdin:
     line = line.strip()
     if not line:
         continue
-    if line.startswith("wait "):
-        for message in receive(float(line.split()[1])):
+    if line.startswith("until "):
+        # until SECONDS JSON: what arrives, up to the first message with that path and those
+        # first arguments (compared as text), or for SECONDS at most.
+        _, seconds, wanted = line.split(" ", 2)
+        wanted = json.loads(wanted)
+        for message in receive(float(seconds)):
             show(message)
+            args = [str(a) for a in message.params[:len(wanted) - 1]]
+            if message.address == wanted[0] and args == [str(a) for a in wanted[1:]]:
+                break
         print(json.dumps({"path": "/waited", "args": []}), flush=True)
         continue
     request = json.loads(line)
