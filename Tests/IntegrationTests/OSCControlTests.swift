@@ -172,47 +172,78 @@ struct OSCControlTests {
         #expect(end - moved <= 48000 * 25 / 1000, "faded out over the 20 ms ramp")
     }
 
-    @Test("/meters: peak bundles at most 20 Hz, every transient between two of them reported, stopped by rate 0")
+    @Test("/meters: peak bundles at most 20 Hz, every transient between two of them reported (14 one-sample clicks, each in exactly one bundle), stopped by rate 0")
     func meters() throws {
         let rig = try OSCRig()
         defer { rig.close() }
-        // music: 0.1 on both channels, with a 0.9 click on the left once a second; game silent.
-        var clicks = [Float](repeating: 0.1, count: rig.server.sampleRate)
-        clicks[1000] = 0.9
+        // music: 0.1 on both channels; game silent. One-sample 0.9 clicks on the left, one every
+        // 200 ms (four bundle intervals: never two in one bundle), each played once at a moment
+        // the test chooses: the meters must report each in exactly one bundle (the peak since the
+        // previous bundle), and 0.1 in every other. Fourteen, so that a meter that missed even one
+        // transient in ten would almost never pass.
         rig.play(music: 0.1)
-        rig.source.setSignal(clicks, output: 0)
-        Thread.sleep(forTimeInterval: 0.2)
+        let rate = rig.server.sampleRate
+        let click = [Float(0.9)] + [Float](repeating: 0.1, count: rate / 2)   // replaced before it loops
+        let clicks = 14
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
-        let reply = try ask(client, OSCMessage("/meters", [.float(50)]))
+        // The bundles go to a socket that tells when each one arrived (the kernel's timestamp), so
+        // the gaps between them are the daemon's, not this thread's delays in reading them.
+        let meters = try TimestampedReceiver()
+        let url = OSCArgument.string("osc.udp://127.0.0.1:\(meters.port)/")
+        let reply = try ask(client, OSCMessage("/meters", [.float(50), url]))
         #expect(reply?.path == "/reply" && reply?.arguments.dropFirst().first == .float(20), "the rate is capped at 20 Hz: \(String(describing: reply))")
 
-        var arrivals: [Date] = []
+        var arrivals: [Double] = []
         var musicLeft: [Float] = []
         var speakerRight: [Float] = []
-        let end = Date().addingTimeInterval(3)
-        while Date() < end {
-            guard let packet = try client.receive(timeout: 0.5), case let .bundle(_, elements) = packet else { continue }
-            arrivals.append(Date())
+        let clickLevel = Decibels.level(0.9), steadyLevel = Decibels.level(0.1)
+        func reportedClicks() -> Int { musicLeft.filter { abs($0 - clickLevel) < 0.1 }.count }
+        func receive(timeout: Double) {
+            guard let (packet, arrival) = meters.receive(timeout: timeout), case let .bundle(_, elements) = packet else { return }
+            arrivals.append(arrival)
             for case let .message(m) in elements where m.path == "/duckrouter/meter" {
                 if m.arguments.prefix(2) == [.string("app"), .string("music")], case let .float(l) = m.arguments[2] { musicLeft.append(l) }
                 if m.arguments.prefix(2) == [.string("route"), .string("speaker")], case let .float(r) = m.arguments[3] { speakerRight.append(r) }
             }
         }
-        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0.timeIntervalSince($1) }
-        #expect((50...62).contains(arrivals.count), "\(arrivals.count) bundles in 3 s")
+        let start = Date()
+        var clicksPlayed = 0
+        while Date().timeIntervalSince(start) < 3 {
+            // The clicks at 0.2, 0.4, ... 2.8 s.
+            if clicksPlayed < clicks && Date().timeIntervalSince(start) >= 0.2 * Double(clicksPlayed + 1) {
+                rig.source.setSignal(click, output: 0, fromStart: true)
+                clicksPlayed += 1
+            }
+            receive(timeout: 0.02)
+        }
+        rig.play(music: 0.1)   // no more clicks
+        let listened = arrivals.count
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+        // The last click's bundle may still be on its way.
+        let deadline = Date().addingTimeInterval(2)
+        while reportedClicks() < clicks && Date() < deadline { receive(timeout: 0.1) }
+        #expect((50...62).contains(listened), "\(listened) bundles in 3 s")
         #expect(gaps.allSatisfy { $0 > 0.040 }, "never faster than 20 Hz: shortest gap \(gaps.min() ?? 0) s")
         #expect(musicLeft.count == arrivals.count && speakerRight.count == arrivals.count)
-        // Three clicks in 3 s, each inside some meter's span: reported, not lost between ticks.
-        let reportedClicks = musicLeft.filter { abs($0 - Decibels.level(0.9)) < 0.1 }.count
-        #expect(reportedClicks >= 2, "\(reportedClicks) clicks reported: \(musicLeft)")
-        #expect(musicLeft.filter { abs($0 - Decibels.level(0.1)) < 0.1 }.count >= arrivals.count - 4)
-        #expect(speakerRight.allSatisfy { abs($0 - Decibels.level(0.1)) < 0.1 }, "the route's right channel: \(speakerRight)")
+        #expect(clicksPlayed == clicks)
+        #expect(reportedClicks() == clicks, "\(clicks) clicks played, \(reportedClicks()) reported: \(musicLeft)")
+        // Every other bundle has the steady level: a click is not reported twice, nothing else
+        // rises above it. (A bundle whose whole interval went by without a JACK cycle, under
+        // load, may report silence: at most one of those.)
+        let steady = musicLeft.filter { abs($0 - steadyLevel) < 0.1 }.count
+        #expect(musicLeft.allSatisfy { $0 < steadyLevel + 0.1 || abs($0 - clickLevel) < 0.1 }, "\(musicLeft)")
+        #expect(steady >= musicLeft.count - clicks - 1, "\(steady) of \(musicLeft.count) bundles at the steady level: \(musicLeft)")
+        #expect(speakerRight.allSatisfy { abs($0 - steadyLevel) < 0.1 }, "the route's right channel: \(speakerRight)")
 
-        // Rate 0 stops them.
-        _ = try ask(client, OSCMessage("/meters", [.float(0)]))
-        Thread.sleep(forTimeInterval: 0.1)
-        while try client.receive(timeout: 0) != nil {}
-        #expect(try client.receive(timeout: 0.3) == nil, "no meters after /meters 0")
+        // Rate 0 stops them. A bundle sent just before the change may still arrive after the
+        // answer (it leaves by another socket); at 20 Hz, 0.5 s would bring ten.
+        _ = try ask(client, OSCMessage("/meters", [.float(0), url]))
+        var after = 0
+        let quiet = Date().addingTimeInterval(0.5)
+        while Date() < quiet {
+            if let (packet, _) = meters.receive(timeout: max(0, quiet.timeIntervalSinceNow)), case .bundle = packet { after += 1 }
+        }
+        #expect(after <= 1, "\(after) meter bundles in the 0.5 s after /meters 0")
     }
 
     @Test("a burst of 2,000 volume changes: every one answered in order, the last one heard", arguments: [OSCURL.Transport.udp, .tcp])
@@ -417,3 +448,71 @@ final class Counter: @unchecked Sendable {
     func add(_ n: Int) { lock.withLock { count += n } }
 }
 
+/// A UDP socket on 127.0.0.1 that says when the kernel received each packet (SO_TIMESTAMPNS), so
+/// that gaps between packets are measured as they arrived, whatever delays the reading thread.
+final class TimestampedReceiver {
+    private let fd: Int32
+    let port: UInt16
+    /// SO_TIMESTAMPNS (= SCM_TIMESTAMPNS) on Linux; glibc defines it through a macro Swift cannot import.
+    private static let timestampOption: Int32 = 35
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Unexpected(description: "socket: \(String(cString: strerror(errno)))") }
+        var on: Int32 = 1
+        guard setsockopt(fd, SOL_SOCKET, Self.timestampOption, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            close(fd)
+            throw Unexpected(description: "SO_TIMESTAMPNS: \(String(cString: strerror(errno)))")
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr = in_addr(s_addr: UInt32(0x7f00_0001).bigEndian)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { close(fd); throw Unexpected(description: "bind: \(String(cString: strerror(errno)))") }
+        self.fd = fd
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(fd) }
+
+    /// The next packet and when it arrived (seconds since 1970), or nil after `timeout` seconds.
+    func receive(timeout: Double) -> (OSCPacket, Double)? {
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, Int32(max(0, timeout) * 1000)) > 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 65_536)
+        var control = [UInt8](repeating: 0, count: 256)
+        var arrival: Double?
+        let count = bytes.withUnsafeMutableBytes { buffer in
+            control.withUnsafeMutableBytes { controlBuffer in
+                var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                    var header = msghdr()
+                    header.msg_iov = vectorPointer
+                    header.msg_iovlen = 1
+                    header.msg_control = controlBuffer.baseAddress
+                    header.msg_controllen = controlBuffer.count
+                    let count = recvmsg(fd, &header, 0)
+                    // The control messages: cmsghdr (length, level, type), then the data, each
+                    // aligned to 8 bytes (CMSG_FIRSTHDR / CMSG_NXTHDR / CMSG_DATA).
+                    var offset = 0
+                    let headerSize = MemoryLayout<cmsghdr>.size
+                    while count >= 0, offset + headerSize <= header.msg_controllen {
+                        let message = controlBuffer.loadUnaligned(fromByteOffset: offset, as: cmsghdr.self)
+                        if message.cmsg_level == SOL_SOCKET, message.cmsg_type == Self.timestampOption {
+                            let time = controlBuffer.loadUnaligned(fromByteOffset: offset + headerSize, as: timespec.self)
+                            arrival = Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+                        }
+                        guard message.cmsg_len > 0 else { break }
+                        offset += (Int(message.cmsg_len) + 7) & ~7
+                    }
+                    return count
+                }
+            }
+        }
+        guard count > 0, let arrival, let packet = try? OSCCodec.decode(Array(bytes.prefix(count))) else { return nil }
+        return (packet, arrival)
+    }
+}
