@@ -122,6 +122,12 @@ extension Router {
     func handle(_ event: JackEvent, epoch: Int) {
         // Events of a client closed since (the server went away) are stale.
         guard !stopped, link.isCurrent(epoch: epoch), let client = link.client else { return }
+        // A server shutting down unregisters its devices' ports first; those are not devices
+        // going away, so a loss the shutdown callback has flagged is taken before any event.
+        if let reason = client.shutdownReason {
+            serverLost(reason)
+            return
+        }
         switch event {
         case let .portRegistered(name):
             if name.hasPrefix(client.name + ":") { return }

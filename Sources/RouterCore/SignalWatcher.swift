@@ -49,8 +49,11 @@ struct SignalWatcher {
     mutating func update(apps: [AppState], policy: PolicyState, published: UInt64) -> Bool {
         var changed = false
         var wanted: [String: SignalDetection] = [:]
+        // One lookup table, not a search per app: this runs on every change (256 apps, 256 searches).
+        var sessions: [String: AppSession] = [:]
+        for session in policy.apps where sessions[session.name] == nil { sessions[session.name] = session }
         for app in apps {
-            let session = policy.app(app.name)
+            let session = sessions[app.name]
             if session?.configuration.activation == .signal || app.unduckAfter != nil {
                 wanted[app.name] = session?.signal ?? SignalDetection()
             }

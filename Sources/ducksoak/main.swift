@@ -62,7 +62,7 @@ struct DuckSoak: ParsableCommand {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ducksoak-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let port = UInt16(20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000))
+        let port = try OSCPorts.free()
         let session = folder.appendingPathComponent("soak.json")
         let stateFile = folder.appendingPathComponent("soak.state.json")
         try """
