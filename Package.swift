@@ -96,7 +96,7 @@ let package = Package(
                 path: "Tests/JackTestSupport"),
 
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference", "CFloatEnvironment"]),
-        .testTarget(name: "JackHostTests", dependencies: ["JackHost", "JackTestSupport", "CAllocCounter"]),
+        .testTarget(name: "JackHostTests", dependencies: ["JackHost", "CJack", "JackTestSupport", "CAllocCounter"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "RouterCoreTests", dependencies: ["RouterCore", "Engine", "Policy", "SessionStore"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),

@@ -5,6 +5,7 @@
 #include <jack/types.h>
 #include <jack/metadata.h>
 #include <jack/ringbuffer.h>
+#include <sched.h>
 
 /// jack_client_open is variadic (the server name travels as a trailing vararg), which Swift cannot
 /// call. This wrapper adds JackServerName when a server name is given and never starts a server.
@@ -28,6 +29,18 @@ static inline const char *CJackShims_default_audio_type(void) {
 /// directly because it is mutable C state).
 static inline const char *CJackShims_pretty_name_key(void) {
     return JACK_METADATA_PRETTY_NAME;
+}
+
+/// Whether the calling thread runs under a real-time policy (SCHED_FIFO or SCHED_RR): JACK's
+/// process thread does. One system call; no lock, no allocation.
+static inline int CJackShims_on_realtime_thread(void) {
+    int policy = sched_getscheduler(0);
+    return policy == SCHED_FIFO || policy == SCHED_RR;
+}
+
+/// Calls libjack's current error callback, as libjack does (for tests).
+static inline void CJackShims_call_error_callback(const char *message) {
+    if (jack_error_callback) jack_error_callback(message);
 }
 
 #endif

@@ -1,5 +1,7 @@
 import CAllocCounter
+import CJack
 import Foundation
+import Synchronization
 @testable import JackHost
 import Testing
 
@@ -60,4 +62,47 @@ private final class ThreadResult<T>: @unchecked Sendable {
     var value: T?
     let body: () -> T
     init(_ body: @escaping () -> T) { self.body = body }
+}
+
+/// libjack's error and info messages can come from its real-time process thread.
+@Suite("JackHost: libjack's messages")
+struct LibraryMessageTests {
+    @Test("a libjack message on a real-time thread is counted, not built into a String, locked or logged; elsewhere it reaches the handler",
+          .enabled(if: CAllocCounter_is_available() == 1, "allocation counting is off under a sanitizer (make tsan)"))
+    func realtimeMessagesAreDropped() throws {
+        let received = Mutex<[String]>([])
+        JackLibraryMessages.route { _, text in received.withLock { $0.append(text) } }
+        defer { JackLibraryMessages.route(to: nil) }
+        CJackShims_call_error_callback("from an ordinary thread")
+        #expect(received.withLock { $0 } == ["from an ordinary thread"])
+
+        let before = JackLibraryMessages.droppedOnRealtimeThread
+        let outcome = Mutex<(realtime: Bool, allocations: UInt64, frees: UInt64)?>(nil)
+        let thread = Thread {
+            var param = sched_param(sched_priority: 10)
+            let realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0
+            // The C string is made before counting: passing a Swift literal makes a temporary.
+            let text = strdup("from the process thread")
+            CAllocCounter_watch(pthread_self())
+            CJackShims_call_error_callback(text)
+            CAllocCounter_stop()
+            free(text)
+            outcome.withLock { $0 = (realtime, CAllocCounter_allocations(), CAllocCounter_frees()) }
+        }
+        thread.start()
+        try waitForCondition { outcome.withLock { $0 } != nil }
+        let result = try #require(outcome.withLock { $0 })
+        try #require(result.realtime, "this machine lets the test run a SCHED_FIFO thread")
+        #expect(result.allocations == 0 && result.frees == 0, "allocations \(result.allocations), frees \(result.frees)")
+        #expect(JackLibraryMessages.droppedOnRealtimeThread == before + 1)
+        #expect(received.withLock { $0 } == ["from an ordinary thread"])
+    }
+
+    private func waitForCondition(_ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(5)
+        while !condition() {
+            guard Date() < deadline else { throw CancellationError() }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
 }
