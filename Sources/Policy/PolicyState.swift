@@ -151,6 +151,12 @@ public struct PolicyState: Equatable, Sendable {
 
     public func app(_ name: String) -> AppSession? { apps.first { $0.name == name } }
 
+    /// Every app's session by name, for callers that look up many (one pass instead of a search
+    /// per app).
+    public var appsByName: [String: AppSession] {
+        Dictionary(apps.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
     func index(of name: String) throws(PolicyError) -> Int {
         guard let index = apps.firstIndex(where: { $0.name == name }) else { throw .unknownApp(name) }
         return index

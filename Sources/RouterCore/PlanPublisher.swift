@@ -15,8 +15,6 @@ struct PlanPublisher {
     private(set) var publishedGeneration: UInt64 = 0
     /// Hand-offs that found the plan queue full (the state waited and was coalesced).
     private(set) var planQueueFull = 0
-    /// When a fade will have finished and a recompilation would free its cell.
-    private(set) var nextFadeEnd: UInt64?
 
     init(gainSlotCapacity: Int) {
         compiler = PlanCompiler(slotCapacity: gainSlotCapacity)
@@ -40,11 +38,10 @@ struct PlanPublisher {
     mutating func publish(_ matrix: RoutingMatrix, on engine: Engine, startFrame: UInt32? = nil) throws(RouterError) -> Outcome {
         var draft: PlanCompiler.Draft
         do {
-            draft = try compiler.compile(inputs: matrix.inputs, outputs: matrix.outputs,
-                                         rampFrames: matrix.rampFrames, now: engine.statistics.processedFrames)
+            draft = try self.draft(matrix, on: engine)
         } catch {
             needsPublish = true
-            throw .capacity(error.description)
+            throw error
         }
         draft.plan.startFrame = startFrame
         draft.plan.lookaheadFrames = matrix.lookaheadFrames
@@ -71,7 +68,6 @@ struct PlanPublisher {
     /// the cells are forgotten; the next plan makes them anew on the new ports, from silence.
     mutating func forgetCells() {
         compiler.forgetCells()
-        nextFadeEnd = nil
     }
 
     /// Whether some plan could need more gain cells than the engine holds: a cell is one input
@@ -85,9 +81,14 @@ struct PlanPublisher {
     /// the plan. For changes whose plan is published later (coalesced), so that they are refused
     /// now rather than accepted and never heard.
     func check(_ matrix: RoutingMatrix, on engine: Engine) throws(RouterError) {
+        _ = try draft(matrix, on: engine)
+    }
+
+    /// The matrix compiled against the engine's progress, kept nowhere.
+    private func draft(_ matrix: RoutingMatrix, on engine: Engine) throws(RouterError) -> PlanCompiler.Draft {
         do {
-            _ = try compiler.compile(inputs: matrix.inputs, outputs: matrix.outputs,
-                                     rampFrames: matrix.rampFrames, now: engine.statistics.processedFrames)
+            return try compiler.compile(inputs: matrix.inputs, outputs: matrix.outputs,
+                                        rampFrames: matrix.rampFrames, now: engine.statistics.processedFrames)
         } catch {
             throw .capacity(error.description)
         }
@@ -98,8 +99,8 @@ struct PlanPublisher {
     mutating func followAdoption(on engine: Engine, periodFrames: Int) -> Bool {
         let adopted = engine.adoptedPlanGeneration
         let processed = engine.statistics.processedFrames
-        nextFadeEnd = compiler.noteAdoption(adopted: adopted, processedFrames: processed,
-                                            marginFrames: 2 * UInt64(max(periodFrames, 1)))
+        let nextFadeEnd = compiler.noteAdoption(adopted: adopted, processedFrames: processed,
+                                                marginFrames: 2 * UInt64(max(periodFrames, 1)))
         return nextFadeEnd.map { processed >= $0 } ?? false
     }
 }

@@ -10,6 +10,7 @@ extension Router {
         queue.sync {
             let statistics = engine.statistics
             let mix = policy.mix
+            let sessions = policy.state.appsByName
             return RouterStatus(
                 client: clientName, server: resolvedServerName, jackConnected: link.client != nil,
                 jackDisconnectedSeconds: link.disconnectedSince.map { Date().timeIntervalSince($0) }, reconnects: link.reconnects,
@@ -19,7 +20,7 @@ extension Router {
                 apps: inventory.apps.map { app in
                     .init(name: app.name, ports: (app.ports + app.capturePorts).map(\.name),
                           state: mix[app.name]?.state.rawValue ?? "inactive",
-                          volume: Double(Decibels.sliderPosition(linear: policy.state.app(app.name)?.volume ?? 1)),
+                          volume: Double(Decibels.sliderPosition(linear: sessions[app.name]?.volume ?? 1)),
                           gainDecibels: Double(Decibels.level(app.gain)),
                           peakDecibels: diagnostics.latestPeakDecibels(app: app))
                 },

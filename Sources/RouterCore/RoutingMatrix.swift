@@ -26,8 +26,7 @@ struct RoutingMatrix {
          watches: [String: Int32], rampFrames: Int32, lookaheadFrames: Int) {
         self.rampFrames = rampFrames
         self.lookaheadFrames = lookaheadFrames
-        var sessions: [String: AppSession] = [:]
-        for session in policy.apps where sessions[session.name] == nil { sessions[session.name] = session }
+        let sessions = policy.appsByName
         for app in apps {
             let delayed = lookaheadFrames > 0 && sessions[app.name]?.configuration.activation == .signal
             for (port, slot) in zip(app.ports, app.meterSlots) {

@@ -50,8 +50,7 @@ struct SignalWatcher {
         var changed = false
         var wanted: [String: SignalDetection] = [:]
         // One lookup table, not a search per app: this runs on every change (256 apps, 256 searches).
-        var sessions: [String: AppSession] = [:]
-        for session in policy.apps where sessions[session.name] == nil { sessions[session.name] = session }
+        let sessions = policy.appsByName
         for app in apps {
             let session = sessions[app.name]
             if session?.configuration.activation == .signal || app.unduckAfter != nil {
