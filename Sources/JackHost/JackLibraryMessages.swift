@@ -10,7 +10,7 @@ public enum JackLibraryMessages {
     public enum Kind: Sendable { case error, info }
     public typealias Handler = @Sendable (Kind, String) -> Void
 
-    private static let handler = Mutex<Handler?>(nil)
+    private static let handler = Locked<Handler?>(nil)
     /// The counter lives at a fixed address reached through a pointer (an addressor, as the
     /// engine reaches its atomics): a static `Atomic` is read through an accessor coroutine, whose
     /// frame a debug build allocates. Allocated once, never freed (one per process).

@@ -21,8 +21,8 @@ public struct OSCServerError: Error, Equatable, Sendable, CustomStringConvertibl
 /// default) or OSC 1.1 (SLIP, python-osc's default); the first byte of a connection tells which,
 /// and replies use the same framing.
 public final class OSCServer: @unchecked Sendable {
-    // @unchecked: all mutable state is touched only on the server thread, except `tasks` (a Mutex)
-    // and the wake-up pipe (written from any thread).
+    // @unchecked: all mutable state is touched only on the server thread, except `tasks` (under
+    // `tasksLock`) and the wake-up pipe (written from any thread).
 
     public struct Configuration: Sendable {
         /// The address to listen on ("127.0.0.1", "0.0.0.0", "::", "::1").
@@ -76,7 +76,9 @@ public final class OSCServer: @unchecked Sendable {
     private let listener: Int32
     private let wake: Int32
     private let wakeWriter: Int32
-    private let tasks = Mutex<[@Sendable () -> Void]>([])
+    /// Not Synchronization's `Mutex`: TSan cannot see it on Linux (see JackHost's `Locked`).
+    private let tasksLock = NSLock()
+    private var tasks: [@Sendable () -> Void] = []
     private var connections: [Int: Connection] = [:]
     private var nextConnection = 1
     private var thread: Thread?
@@ -184,7 +186,7 @@ public final class OSCServer: @unchecked Sendable {
 
     /// Runs `work` on the server thread, soon. Callable from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        tasks.withLock { $0.append(work) }
+        tasksLock.withLock { tasks.append(work) }
         signalWake()
     }
 
@@ -233,9 +235,9 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     private func runTasks() {
-        let work = tasks.withLock { pending -> [@Sendable () -> Void] in
-            let taken = pending
-            pending.removeAll(keepingCapacity: true)
+        let work = tasksLock.withLock { () -> [@Sendable () -> Void] in
+            let taken = tasks
+            tasks.removeAll(keepingCapacity: true)
             return taken
         }
         for task in work { task() }

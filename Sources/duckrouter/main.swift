@@ -325,14 +325,17 @@ enum Signals {
 }
 
 /// What SIGHUP runs, once the router runs; reloads run one at a time.
-final class Reloader: Sendable {
-    private let action = Mutex<(@Sendable () -> Void)?>(nil)
+final class Reloader: @unchecked Sendable {
+    // @unchecked: `action` is read and written only under `lock` (an NSLock, which TSan sees;
+    // Synchronization's Mutex it does not on Linux).
+    private let lock = NSLock()
+    private var action: (@Sendable () -> Void)?
     private let queue = DispatchQueue(label: "duckrouter.reload")
 
-    func set(_ body: @escaping @Sendable () -> Void) { action.withLock { $0 = body } }
+    func set(_ body: @escaping @Sendable () -> Void) { lock.withLock { action = body } }
 
     func request(logger: Logger) {
-        guard let body = action.withLock({ $0 }) else {
+        guard let body = lock.withLock({ action }) else {
             logger.notice("SIGHUP while starting: ignored (send it again once the router runs)")
             return
         }

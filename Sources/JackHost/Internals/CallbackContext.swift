@@ -1,5 +1,4 @@
 import CJack
-import Synchronization
 
 /// The object JACK's notification callbacks reach through their `void *arg`.
 ///
@@ -13,7 +12,7 @@ final class CallbackContext: @unchecked Sendable {
     let handler: @Sendable (JackEvent) -> Void
     let client: OpaquePointer
     /// The ports whose latency this client reports, for the latency callback.
-    let latency = Mutex(LatencyPlan())
+    let latency = Locked(LatencyPlan())
 
     init(client: OpaquePointer, handler: @escaping @Sendable (JackEvent) -> Void) {
         self.client = client
