@@ -322,7 +322,8 @@ struct OSCControlTests {
         print("slowSubscriber: \(answered) replies in \(String(format: "%.2f", commands)) s; the reading subscriber had \(received.value) notifications after \(String(format: "%.2f", delivered)) s")
         #expect(answered == count)
         #expect(received.value == count, "every notification reached the subscriber that reads")
-        #expect(delivered - commands < 1, "notifications kept pace with the commands")
+        // ThreadSanitizer slows the daemon several times over: the pace is checked against 5 s there.
+        #expect(delivered - commands < (ThreadSanitizer.isActive ? 5 : 1), "notifications kept pace with the commands")
         #expect(rig.daemon.isRunning)
         _ = slow
     }

@@ -158,7 +158,10 @@ func expectSameAudio(_ actual: [Float], _ expected: [Float], take: Recording, xr
         #expect(largestDifference(actual, expected) < tolerance,
                 "\(label): \(spoiled) of \(total) cycles differ without any xrun", sourceLocation: sourceLocation)
     } else {
-        #expect(spoiled <= 2 * xruns && spoiled * 4 <= total,
+        // Under ThreadSanitizer xruns are the rule: every spoiled cycle must still be explained by
+        // one, but more than a quarter may be spoiled (never all).
+        let enoughClean = ThreadSanitizer.isActive ? spoiled < total : spoiled * 4 <= total
+        #expect(spoiled <= 2 * xruns && enoughClean,
                 "\(label): \(spoiled) of \(total) cycles differ, \(xruns) xruns", sourceLocation: sourceLocation)
     }
 }
