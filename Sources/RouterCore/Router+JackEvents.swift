@@ -51,8 +51,10 @@ extension Router {
             afterPublishing()
             try opened.activate()
         } catch {
-            detach()
+            // The client first (deactivated and closed: its process thread joined), then the
+            // plans: jack_activate can fail after JACK started that thread.
             link.drop()
+            detach()
             throw RouterError(error)
         }
         patchbay.connectRoutes(inventory.routes, on: opened)
