@@ -15,6 +15,7 @@
 // gets the real pthread_cancel.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -27,14 +28,19 @@
 #define SIGNAL (SIGRTMAX - 3)
 #define SLOTS 256
 
-// One slot per libjack thread: its id, its kernel id, and whether it took the signal and is ending.
+// One slot per libjack thread: its id, its kernel id, and `state`: the slot's generation (one
+// per registration) times 4 plus RUNNING, ENDING (the thread took the signal and is exiting) or
+// CANCELLED (pthread_cancel gave up on the signal and cancels for real). The generation keeps a
+// late signal of a thread that is gone from touching the next thread given the same slot.
+enum { RUNNING = 0, ENDING = 1, CANCELLED = 2 };
 struct slot {
     _Atomic(pthread_t) thread;
     atomic_int tid;
-    atomic_int ending;
+    atomic_uint state;
 };
 static struct slot slots[SLOTS];
 static __thread struct slot *mine;
+static __thread unsigned my_generation;
 
 static int tsan_present(void) {
     static int present = -1;
@@ -46,9 +52,9 @@ static void end_thread(int sig) {
     (void)sig;
     struct slot *slot = mine;
     if (!slot) return;
-    int expected = 0;
-    // Too late: pthread_cancel gave up waiting and is cancelling for real.
-    if (!atomic_compare_exchange_strong(&slot->ending, &expected, 1)) return;
+    unsigned expected = my_generation * 4 + RUNNING;
+    // Too late (pthread_cancel is cancelling for real), or the slot is another thread's now.
+    if (!atomic_compare_exchange_strong(&slot->state, &expected, my_generation * 4 + ENDING)) return;
     pthread_exit(PTHREAD_CANCELED);
 }
 
@@ -61,7 +67,8 @@ static void install_handler(void) {
 
 static void take_slot(struct slot *slot) {
     atomic_store(&slot->tid, (int)syscall(SYS_gettid));
-    atomic_store(&slot->ending, 0);
+    my_generation = atomic_load(&slot->state) / 4 + 1;
+    atomic_store(&slot->state, my_generation * 4 + RUNNING);
     mine = slot;
 }
 
@@ -99,10 +106,17 @@ static int in_futex_wait(int tid) {
     return read == 1 && number == SYS_futex;
 }
 
+// Whether kernel thread `tid` has exited (libjack's notification thread ends by itself when the
+// server goes; it is cancelled later all the same, and can never take a signal).
+static int has_exited(int tid) {
+    return syscall(SYS_tgkill, getpid(), tid, 0) == -1 && errno == ESRCH;
+}
+
 // A thread blocked in an intercepted call (read, sem_timedwait) takes the signal at once: TSan
 // runs the handler right there. One running takes it at its next intercepted call. One waiting in
 // a raw futex syscall (libjack's process thread between cycles) never does; it is in no
-// intercepted call, so it holds no ignores and gets the real cancellation.
+// intercepted call, so it holds no ignores and gets the real cancellation, as does one that has
+// already exited.
 int pthread_cancel(pthread_t thread) {
     static int (*real)(pthread_t);
     if (!real) real = (int (*)(pthread_t))dlsym(RTLD_NEXT, "pthread_cancel");
@@ -110,19 +124,23 @@ int pthread_cancel(pthread_t thread) {
         for (int i = 0; i < SLOTS; i++) {
             if (atomic_load(&slots[i].thread) != thread) continue;
             struct slot *slot = &slots[i];
+            int tid = atomic_load(&slot->tid);
+            unsigned generation = atomic_load(&slot->state) / 4;
             pthread_kill(thread, SIGNAL);
             struct timespec tick = {0, 1000000};
             int futex_seen = 0;
-            for (int waited = 0; waited < 5000 && !atomic_load(&slot->ending); waited++) {
-                if (waited >= 5 && in_futex_wait(atomic_load(&slot->tid))) {
+            for (int waited = 0; waited < 5000; waited++) {
+                if (atomic_load(&slot->state) % 4 != RUNNING || has_exited(tid)) break;
+                if (waited >= 5 && in_futex_wait(tid)) {
                     if (++futex_seen == 3) break;
                 } else {
                     futex_seen = 0;
                 }
                 nanosleep(&tick, NULL);
             }
-            int expected = 0;
-            int taken = !atomic_compare_exchange_strong(&slot->ending, &expected, 2) && expected == 1;
+            unsigned expected = generation * 4 + RUNNING;
+            int taken = !atomic_compare_exchange_strong(&slot->state, &expected, generation * 4 + CANCELLED)
+                        && expected == generation * 4 + ENDING;
             // The slot is free again once its thread is ending (a new thread may get its id).
             atomic_store(&slot->thread, (pthread_t)0);
             return taken ? 0 : real(thread);
