@@ -186,7 +186,9 @@ struct ServerRestartTests {
         let first = samples[0], last = samples[4]
         #expect(last.threads - first.threads <= 2, "threads: \(samples.map(\.threads))")
         #expect(last.fds <= first.fds, "file descriptors: \(samples.map(\.fds))")
-        #expect(last.rssKB - first.rssKB < 2048, "resident kB: \(samples.map(\.rssKB))")
+        // Under ThreadSanitizer the daemon's memory holds TSan's shadow and history, which grow
+        // with the run: only runaway growth is caught there.
+        #expect(last.rssKB - first.rssKB < (ThreadSanitizer.isActive ? 65536 : 2048), "resident kB: \(samples.map(\.rssKB))")
         print("ServerRestartTests: music back after \(recoveries.map { String(format: "%.2f", $0) }) s; threads \(samples.map(\.threads)), fds \(samples.map(\.fds)), RSS kB \(samples.map(\.rssKB))")
     }
 }
