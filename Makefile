@@ -2,7 +2,7 @@
 
 SWIFT    ?= swift
 SESSION  ?= Sessions/default.json
-DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools
+DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 
 .PHONY: all deps build release run test tsan bench fuzz soak clean

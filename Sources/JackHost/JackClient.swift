@@ -57,6 +57,10 @@ public final class JackClient {
         shutdownNotice = ShutdownNotice.make()
         self.name = String(cString: jack_get_client_name(opened))
         jack_on_info_shutdown(opened, infoShutdownCallback, UnsafeMutableRawPointer(shutdownNotice))
+        // PipeWire's libjack up to 0.3.70 (Debian 12 has 0.3.65) calls only the plain callback;
+        // JACK2 calls only the info one when both are set. Both record into the same notice, and
+        // only the first call counts.
+        jack_on_shutdown(opened, shutdownCallback, UnsafeMutableRawPointer(shutdownNotice))
         if let events {
             let context = Unmanaged.passRetained(CallbackContext(client: opened, handler: events))
             self.context = context

@@ -71,3 +71,8 @@ struct ShutdownNotice: ~Copyable {
 let infoShutdownCallback: JackInfoShutdownCallback = { _, reason, argument in
     argument?.assumingMemoryBound(to: ShutdownNotice.self).pointee.record(reason: reason)
 }
+
+/// `jack_on_shutdown`'s callback (the one older PipeWire calls), which JACK gives no reason.
+let shutdownCallback: JackShutdownCallback = { argument in
+    argument?.assumingMemoryBound(to: ShutdownNotice.self).pointee.record(reason: nil)
+}

@@ -1,0 +1,75 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// The daemon on PipeWire's JACK (issue 16): a private headless PipeWire per test
+/// (`PipeWireServer`), the daemon started with PipeWire's libjack.
+@Suite("On PipeWire", .serialized, .enabled(if: PipeWireServer.isInstalled, "pipewire and pipewire-jack are not installed (make deps)"))
+struct PipeWireTests {
+    /// The daemon as a child of the test, a client of `server`.
+    final class Daemon {
+        let process = Process()
+        let port: UInt16
+        let directory: URL
+
+        init(on server: PipeWireServer) throws {
+            directory = server.runtimeDirectory.appendingPathComponent("daemon")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            port = try OSCPorts.free()
+            process.executableURL = DaemonTests.binary
+            process.arguments = [DaemonTests.repository.appendingPathComponent("Sessions/default.json").path,
+                                 "--osc-port", "\(port)", "--state", directory.appendingPathComponent("state.json").path]
+            process.environment = server.jackEnvironment
+            let log = directory.appendingPathComponent("duckrouter.log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: log)
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            try waitFor("the daemon to answer OSC", timeout: 10) { !process.isRunning || (try? engine()) != nil }
+            guard process.isRunning else { throw Unexpected(description: "duckrouter exited:\n\(log)") }
+        }
+
+        deinit {
+            process.terminate()
+            finish(process)
+        }
+
+        var log: String {
+            (try? String(contentsOf: directory.appendingPathComponent("duckrouter.log"), encoding: .utf8)) ?? ""
+        }
+
+        /// `/state`'s `engine` object.
+        func engine() throws -> [String: Any] {
+            let client = try OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: port))
+            try client.send(OSCMessage("/state"))
+            guard let reply = try client.receive(timeout: 2, until: { $0.path == "/reply" && $0.arguments.first == .string("/state") }),
+                  case let .string(json) = reply.arguments[1],
+                  let state = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+                  let engine = state["engine"] as? [String: Any]
+            else { throw Unexpected(description: "no /state") }
+            return engine
+        }
+
+        func cycles() throws -> Int { try engine()["cycles"] as? Int ?? -1 }
+    }
+
+    @Test("PipeWire stopped and started again: the router sees it go (/state no longer says connected), rejoins the new server and its cycles run again")
+    func serverRestart() throws {
+        let server = try PipeWireServer()
+        let daemon = try Daemon(on: server)
+        try waitFor("cycles to run") { (try? daemon.cycles()) ?? 0 > 10 }
+        server.terminate()
+        try waitFor("the router to see PipeWire gone", timeout: 5) {
+            (try? daemon.engine())?["jack"] as? String != "connected"
+        }
+        try server.restart()
+        try waitFor("the router to rejoin", timeout: 10) {
+            guard let engine = try? daemon.engine() else { return false }
+            return engine["jack"] as? String == "connected" && engine["reconnects"] as? Int == 1
+        }
+        let before = try daemon.cycles()
+        try waitFor("cycles to run on the new server") { (try? daemon.cycles()) ?? 0 > before + 10 }
+        #expect(daemon.process.isRunning, "\(daemon.log)")
+    }
+}
