@@ -38,6 +38,23 @@ static inline int CJackShims_on_realtime_thread(void) {
     return policy == SCHED_FIFO || policy == SCHED_RR;
 }
 
+/// glibc's dladdr and its Dl_info, declared here: <dlfcn.h> gives them only under _GNU_SOURCE,
+/// which would make this module's system types differ from Swift's Glibc module.
+typedef struct {
+    const char *dli_fname;
+    void *dli_fbase;
+    const char *dli_sname;
+    void *dli_saddr;
+} CJackShims_DlInfo;
+extern int dladdr(const void *address, CJackShims_DlInfo *info);
+
+/// The file the loaded libjack came from (PipeWire's lives under .../pipewire-0.3/jack/), or NULL.
+static inline const char *CJackShims_library_path(void) {
+    CJackShims_DlInfo info;
+    if (dladdr((const void *)&jack_client_open, &info) == 0) return NULL;
+    return info.dli_fname;
+}
+
 /// Calls libjack's current error callback, as libjack does (for tests).
 static inline void CJackShims_call_error_callback(const char *message) {
     if (jack_error_callback) jack_error_callback(message);

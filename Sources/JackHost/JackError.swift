@@ -12,7 +12,10 @@ public enum JackError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .serverUnavailable(server, status):
-            "no JACK server named '\(server)' is running (\(status)); start one, e.g. `jackd -n \(server) -d dummy`"
+            switch JackLibrary.loaded {
+            case .jack2: "no JACK server named '\(server)' is running (\(status)); \(JackLibrary.jack2.howToStart(server))"
+            case .pipewire: "PipeWire is not running (\(status)); \(JackLibrary.pipewire.howToStart(server))"
+            }
         case let .openFailed(client, status):
             "could not open JACK client '\(client)': \(status)"
         case let .portRegistrationFailed(port):

@@ -156,7 +156,7 @@ public final class Router: @unchecked Sendable {
                     logger.error("could not activate '\(app.name)' at start: \(error)")
                 }
             }
-            logger.info("running", metadata: ["client": "\(clientName)", "server": "\(resolvedServerName)",
+            logger.info("running", metadata: ["client": "\(clientName)", "jack": "\(JackLibrary.loaded.rawValue)", "server": "\(resolvedServerName)",
                                               "rate": "\(sampleRate)", "period": "\(bufferSize)",
                                               "apps": "\(inventory.apps.count)", "routes": "\(inventory.routes.count)"])
         }

@@ -71,5 +71,18 @@ struct PipeWireTests {
         let before = try daemon.cycles()
         try waitFor("cycles to run on the new server") { (try? daemon.cycles()) ?? 0 > before + 10 }
         #expect(daemon.process.isRunning, "\(daemon.log)")
+        #expect(daemon.log.contains("jack=PipeWire"), "the log says which JACK it runs on")
+    }
+
+    @Test("PipeWire away for longer than a reconnect attempt: the messages name PipeWire and how to start it, not jackd")
+    func awayMessageNamesPipeWire() throws {
+        let server = try PipeWireServer()
+        let daemon = try Daemon(on: server)
+        server.kill9()
+        try waitFor("a reconnect attempt to fail", timeout: 10) { daemon.log.contains("JACK server still away") }
+        let away = daemon.log.split(separator: "\n").filter { $0.contains("still away") }
+        #expect(away.allSatisfy { $0.contains("PipeWire is not running") && !$0.contains("jackd") }, "\(away)")
+        try server.restart()
+        try waitFor("the router to rejoin", timeout: 10) { (try? daemon.engine())?["jack"] as? String == "connected" }
     }
 }

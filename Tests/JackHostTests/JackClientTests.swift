@@ -37,6 +37,9 @@ struct JackClientTests {
             guard case let .serverUnavailable(server, _) = error as? JackError else { return false }
             return server == name
         }
+        // This process links JACK2's libjack: the message says how to start jackd.
+        #expect(JackLibrary.loaded == .jack2)
+        #expect(JackError.serverUnavailable(server: name, status: []).description.contains("jackd -n \(name)"))
     }
 
     @Test("ports register under the client's name, are found by name, pattern and direction, and unregister")
