@@ -5,7 +5,13 @@ import Testing
 
 /// The daemon on PipeWire's JACK (issue 16): a private headless PipeWire per test
 /// (`PipeWireServer`), the daemon started with PipeWire's libjack.
-@Suite("On PipeWire", .serialized, .enabled(if: PipeWireServer.isInstalled, "pipewire and pipewire-jack are not installed (make deps)"))
+///
+/// Not under ThreadSanitizer yet: a daemon on PipeWire's libjack is killed by TSan when a
+/// libpipewire thread ends ("thread T.. finished with ignores enabled", the way libjack's did
+/// before scripts/tsan-cancel.c); the shim does not cover PipeWire's threads so far (issue 16).
+@Suite("On PipeWire", .serialized,
+       .enabled(if: PipeWireServer.isInstalled, "pipewire and pipewire-jack are not installed (make deps)"),
+       .enabled(if: !ThreadSanitizer.isActive, "TSan kills a daemon on PipeWire's libjack when a libpipewire thread ends (issue 16)"))
 struct PipeWireTests {
     /// The daemon as a child of the test, a client of `server`.
     final class Daemon {
@@ -22,7 +28,7 @@ struct PipeWireTests {
                                  "--osc-port", "\(port)", "--state", directory.appendingPathComponent("state.json").path]
             process.environment = server.jackEnvironment
             let log = directory.appendingPathComponent("duckrouter.log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             process.standardError = try FileHandle(forWritingTo: log)
             process.standardOutput = FileHandle.nullDevice
             try process.run()

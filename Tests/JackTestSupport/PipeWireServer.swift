@@ -59,7 +59,7 @@ public final class PipeWireServer: @unchecked Sendable {
         environment["DBUS_SESSION_BUS_ADDRESS"] = "disabled:"
         started.environment = environment
         let log = runtimeDirectory.appendingPathComponent("pipewire.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         started.standardOutput = try FileHandle(forWritingTo: log)
         started.standardError = started.standardOutput
         try started.run()
