@@ -164,13 +164,7 @@ public final class JackServer: @unchecked Sendable {
 
     /// Stops jackd (SIGTERM, then SIGKILL after 5 s), waits for it, and gives the name back.
     public func stop() {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        process.stop()
         try? FileManager.default.removeItem(at: logFile)
         claim?.release()
         claim = nil

@@ -99,14 +99,21 @@ public final class PipeWireServer: @unchecked Sendable {
         return launched
     }
 
+    /// Stops the daemon (SIGTERM, then SIGKILL after 5 s) and removes its runtime directory.
     public func stop() {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        process.stop()
         try? FileManager.default.removeItem(at: runtimeDirectory)
+    }
+}
+
+extension Process {
+    /// Stops a server the tests started: SIGTERM, then SIGKILL after `grace` seconds; waits for it.
+    func stop(grace: Double = 5) {
+        guard isRunning else { return }
+        terminate()
+        let deadline = Date().addingTimeInterval(grace)
+        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if isRunning { kill(processIdentifier, SIGKILL) }
+        waitUntilExit()
     }
 }
