@@ -41,15 +41,7 @@ final class ExampleRig {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let sessionFile = DaemonTests.repository.appendingPathComponent("Sessions/\(session).json").path
         (daemon, port, client) = try OSCPorts.withFreePort { [server, state, log] port in
-            let daemon = Process()
-            daemon.executableURL = DaemonTests.binary
-            daemon.arguments = ["--server", server.name, "--osc-port", "\(port)", "--state", state.path, sessionFile]
-            let handle = try FileHandle(forWritingTo: log)
-            handle.seekToEndOfFile()
-            daemon.standardError = handle
-            daemon.standardOutput = FileHandle.nullDevice
-            try daemon.run()
-            try? handle.close()
+            let daemon = try launchDaemon(["--server", server.name, "--osc-port", "\(port)", "--state", state.path, sessionFile], log: log)
             let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
             try waitForDaemon(daemon, port: port, log: (try? String(contentsOf: log, encoding: .utf8)) ?? "", "the router to answer OSC") {
                 (try? ask(client, OSCMessage("/state"))) != nil

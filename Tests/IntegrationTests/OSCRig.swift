@@ -77,15 +77,7 @@ final class OSCRig {
             self.port = port
             try sessionText(port).write(to: sessionFile, atomically: true, encoding: .utf8)
         }
-        daemon = Process()
-        daemon.executableURL = DaemonTests.binary
-        daemon.arguments = ["--server", server.name, sessionFile.path]
-        let log = try FileHandle(forWritingTo: stderrFile)
-        log.seekToEndOfFile()
-        daemon.standardError = log
-        daemon.standardOutput = FileHandle.nullDevice
-        try daemon.run()
-        try? log.close()
+        daemon = try launchDaemon(["--server", server.name, sessionFile.path], log: stderrFile)
         try waitForDaemon(daemon, port: port, log: self.log, "the router's connections") {
             recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
                 && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
@@ -216,6 +208,22 @@ func finish(_ process: Process, timeout: Double = 10) {
 }
 
 struct Unexpected: Error, CustomStringConvertible { let description: String }
+
+/// Starts the built daemon with `arguments` (and `environment`, else the test's), its stderr
+/// appended to `log` (which must exist).
+func launchDaemon(_ arguments: [String], log: URL, environment: [String: String]? = nil) throws -> Process {
+    let daemon = Process()
+    daemon.executableURL = DaemonTests.binary
+    daemon.arguments = arguments
+    if let environment { daemon.environment = environment }
+    let handle = try FileHandle(forWritingTo: log)
+    defer { try? handle.close() }
+    handle.seekToEndOfFile()
+    daemon.standardError = handle
+    daemon.standardOutput = FileHandle.nullDevice
+    try daemon.run()
+    return daemon
+}
 
 /// Waits for `condition` like `waitFor`, while watching the daemon: when it exits first, throws
 /// `OSCPorts.InUse` if its log says it could not bind its OSC port (the caller then starts it on

@@ -15,7 +15,7 @@ import Testing
 struct PipeWireTests {
     /// The daemon as a child of the test, a client of `server`.
     final class Daemon {
-        let process = Process()
+        let process: Process
         let port: UInt16
         let directory: URL
 
@@ -23,17 +23,13 @@ struct PipeWireTests {
             directory = server.runtimeDirectory.appendingPathComponent("daemon")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             port = try OSCPorts.free()
-            process.executableURL = DaemonTests.binary
-            process.arguments = [DaemonTests.repository.appendingPathComponent("Sessions/default.json").path,
-                                 "--osc-port", "\(port)", "--state", directory.appendingPathComponent("state.json").path]
-            process.environment = server.jackEnvironment
             let log = directory.appendingPathComponent("duckrouter.log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: log)
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            process = try launchDaemon([DaemonTests.repository.appendingPathComponent("Sessions/default.json").path,
+                                        "--osc-port", "\(port)", "--state", directory.appendingPathComponent("state.json").path],
+                                       log: log, environment: server.jackEnvironment)
             try waitFor("the daemon to answer OSC", timeout: 10) { !process.isRunning || (try? engine()) != nil }
-            guard process.isRunning else { throw Unexpected(description: "duckrouter exited:\n\(log)") }
+            guard process.isRunning else { throw Unexpected(description: "duckrouter exited:\n\(self.log)") }
         }
 
         deinit {

@@ -41,15 +41,7 @@ struct ServerRestartTests {
                       "osc": {"port": \(port)}
                     }
                     """.write(to: sessionFile, atomically: true, encoding: .utf8)
-                daemon = Process()
-                daemon.executableURL = DaemonTests.binary
-                daemon.arguments = ["--server", server.name, sessionFile.path]
-                let handle = try FileHandle(forWritingTo: logFile)
-                handle.seekToEndOfFile()
-                daemon.standardError = handle
-                daemon.standardOutput = FileHandle.nullDevice
-                try daemon.run()
-                try? handle.close()
+                daemon = try launchDaemon(["--server", server.name, sessionFile.path], log: logFile)
                 try waitForDaemon(daemon, port: port, log: self.log, "OSC to answer") { (try? self.ask("/state")) != nil }
             }
             try waitForConnections()

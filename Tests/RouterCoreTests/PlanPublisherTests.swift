@@ -8,6 +8,13 @@ import Testing
 struct PlanPublisherTests {
     static let directBuffers: PortBufferFunction = { port, _ in port }
 
+    /// An engine whose port buffers are the handles themselves (test memory), for up to `maxFrames`.
+    static func engine(maxFrames: Int) -> Engine {
+        var configuration = Engine.Configuration()
+        configuration.maxFrames = maxFrames
+        return Engine(configuration: configuration, portBuffer: directBuffers)
+    }
+
     final class Buffers {
         var storage: [UnsafeMutablePointer<Float>] = []
         func make(_ frames: Int, _ value: Float = 0) -> PortHandle {
@@ -34,9 +41,7 @@ struct PlanPublisherTests {
 
     @Test("a fade that waits behind a scheduled plan is heard whole: its cell is freed by adopted generation, however long the wait")
     func fadeBehindScheduledPlan() throws {
-        var configuration = Engine.Configuration()
-        configuration.maxFrames = 256
-        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let engine = Self.engine(maxFrames: 256)
         let buffers = Buffers()
         let input = buffers.make(256, 0.5), output = buffers.make(256)
         var publisher = PlanPublisher(gainSlotCapacity: 16)
@@ -123,9 +128,7 @@ struct PlanPublisherTests {
 
     @Test("a fade that is over gives its gain slot back before new cells take slots, so a plan that fits without it is not refused")
     func expiredFadeMakesRoom() throws {
-        var configuration = Engine.Configuration()
-        configuration.maxFrames = 64
-        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let engine = Self.engine(maxFrames: 64)
         let buffers = Buffers()
         let a = buffers.make(64, 0.25), b = buffers.make(64, 0.5), out = buffers.make(64)
         var publisher = PlanPublisher(gainSlotCapacity: 1)
@@ -150,9 +153,7 @@ struct PlanPublisherTests {
 
     @Test("after the client is lost every cell is forgotten: no plan reads a port of the dead client again")
     func forgetCellsAfterLoss() throws {
-        var configuration = Engine.Configuration()
-        configuration.maxFrames = 64
-        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let engine = Self.engine(maxFrames: 64)
         let buffers = Buffers()
         let oldIn = buffers.make(64, 0.25), oldOut = buffers.make(64), newIn = buffers.make(64, 0.25), newOut = buffers.make(64)
         var publisher = PlanPublisher(gainSlotCapacity: 8)
