@@ -6,10 +6,10 @@ import RouterCore
 import SessionStore
 import Testing
 
-/// The control plane's transactions under a real jackd: a change that cannot be carried out to
+/// The control plane's transactions under a real JACK server (jackd, or PipeWire with JACK_IMPL=pipewire): a change that cannot be carried out to
 /// the end (ports, plan) leaves everything as it was, ports the audio thread reads included;
 /// channels fold onto fewer channels by a real downmix; the router can go away from its own queue.
-@Suite("Control plane transactions under jackd", .serialized)
+@Suite("Control plane transactions under JACK", .serialized)
 struct ControlPlaneTests {
     /// A private jackd with a DC source per channel (`source:out_1…6`) and a stereo recorder the
     /// router's speaker route feeds.
@@ -226,8 +226,12 @@ struct ControlPlaneTests {
         #expect(started.wait(timeout: .now() + 5) == .success)
         router = nil
         proceed.signal()
+        try waitFor("the router to go") { weakRouter == nil }
+        // Opened once the router's client is closed: PipeWire's libjack (0.3.65) fails to open a
+        // client while another one's ports are being removed ("unknown resource"), which the
+        // router itself survives by trying again, but a test's one open would not.
         let observer = try JackClient(name: "observer", server: server.name)
         defer { observer.close() }
-        try waitFor("the router to go and its client to close") { weakRouter == nil && !observer.portExists("duckrouter:a_in_1") }
+        try waitFor("its client to be closed") { !observer.portExists("duckrouter:a_in_1") }
     }
 }

@@ -9,7 +9,7 @@ import Testing
 
 /// Real audio through a real jackd (dummy driver): what goes into app ports comes out of route
 /// ports, at the right level, without clicks, NaN or allocation on the process thread.
-@Suite("Router under jackd", .serialized)
+@Suite("Router under JACK", .serialized)
 struct RouterAudioTests {
     @Test("a 440 Hz sine on music reaches the speaker route and its destination at the same level")
     func sineReachesSpeaker() throws {
@@ -227,14 +227,7 @@ struct RouterAudioTests {
         rig.play(rig.sine(440, 0.4), on: 0, 1)
         rig.play(rig.sine(1000, 0.2), on: 2, 3)
         for period in [64, 1024, 128] {
-            let change = Process()
-            change.executableURL = URL(fileURLWithPath: "/usr/bin/jack_bufsize")
-            change.arguments = ["\(period)"]
-            change.environment = ["JACK_DEFAULT_SERVER": rig.server.name]
-            change.standardOutput = FileHandle.nullDevice
-            change.standardError = FileHandle.nullDevice
-            try change.run()
-            change.waitUntilExit()
+            try rig.server.changePeriod(to: period)
             try waitFor("the router to see period \(period)") { router.status().bufferSize == period }
             let (take, xruns) = try rig.countingXruns { try rig.record(seconds: 0.4) }
             let expected = zip(take[.musicL], take[.gameL]).map { $0 + $1 }

@@ -4,6 +4,10 @@ import JackHost
 /// A private `jackd -d dummy` for one test, under a server name this process has claimed, stopped
 /// on `stop()` or when released. The dummy driver needs no sound card and runs in real time.
 ///
+/// With `JACK_IMPL=pipewire` in the environment it is a private headless PipeWire instead (its
+/// Dummy-Driver, no session manager), reached through PipeWire's libjack: the test process itself
+/// must have loaded that libjack (`scripts/test-pipewire.sh` sets it up). See `Implementation`.
+///
 /// JACK2 keeps its servers in a machine-wide table of `JackServerRegistry.maxServers` (8) entries,
 /// and a server that dies uncleanly keeps its entry until a later server takes the same name. So
 /// tests draw from a small fixed pool of names (six, leaving room for people's own servers)
@@ -39,11 +43,15 @@ public final class JackServer: @unchecked Sendable {
         case didNotStart(String, log: String)
         case claimedElsewhere(String)
         case noNameFree([String])
+        case wrongLibrary(String)
+        case periodNotChanged(Int)
         public var description: String {
             switch self {
-            case let .didNotStart(name, log): "jackd '\(name)' did not start:\n\(log)"
+            case let .didNotStart(name, log): "\(Implementation.current.program) '\(name)' did not start:\n\(log)"
             case let .claimedElsewhere(name): "the JACK server name '\(name)' was claimed by another test after this server stopped"
             case let .noNameFree(reasons): "no JACK server name of the test pool could be used:\n" + reasons.joined(separator: "\n")
+            case let .wrongLibrary(message): message
+            case let .periodNotChanged(frames): "the server's period could not be set to \(frames)"
             }
         }
     }
@@ -54,6 +62,7 @@ public final class JackServer: @unchecked Sendable {
 
     public init(sampleRate: Int = 48000, period: Int = 256) throws {
         JackLibraryMessages.route(to: nil)
+        try Implementation.current.checkLibrary()
         self.sampleRate = sampleRate
         self.period = period
         var reasons: [String] = []
@@ -62,12 +71,14 @@ public final class JackServer: @unchecked Sendable {
                 reasons.append("\(candidate): claimed by another test (\(JackServerNameClaim.lockFile(for: candidate).path))")
                 continue
             }
-            if let entry = try JackServerRegistry.entry(named: candidate), !entry.ownerIsGone {
-                reasons.append("\(candidate): registered in JACK by live process \(entry.pid), which is not ours")
-                claim.release()
-                continue
+            if Implementation.current == .jackd {
+                if let entry = try JackServerRegistry.entry(named: candidate), !entry.ownerIsGone {
+                    reasons.append("\(candidate): registered in JACK by live process \(entry.pid), which is not ours")
+                    claim.release()
+                    continue
+                }
+                try Self.makeRoomInRegistry(for: candidate)
             }
-            try Self.makeRoomInRegistry(for: candidate)
             let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(candidate)-\(getpid()).log")
             if let started = try Self.start(name: candidate, sampleRate: sampleRate, period: period, log: log) {
                 name = candidate
@@ -77,7 +88,7 @@ public final class JackServer: @unchecked Sendable {
                 return
             }
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            reasons.append("\(candidate): jackd did not start:\n\(text)")
+            reasons.append("\(candidate): \(Implementation.current.program) did not start:\n\(text)")
             try? FileManager.default.removeItem(at: log)
             claim.release()
         }
@@ -97,9 +108,12 @@ public final class JackServer: @unchecked Sendable {
         }
     }
 
-    /// Starts jackd under `name` and waits until JACK's table names it and a client can connect;
-    /// nil when it did not start.
+    /// Starts the server under `name` and waits until a client can connect to it (and, for jackd,
+    /// JACK's table names it); nil when it did not start.
     private static func start(name: String, sampleRate: Int, period: Int, log: URL) throws -> Process? {
+        if Implementation.current == .pipewire {
+            return try startPipeWire(name: name, sampleRate: sampleRate, period: period, log: log)
+        }
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         defer { try? handle.close() }
