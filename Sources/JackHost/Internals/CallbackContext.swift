@@ -1,4 +1,5 @@
 import CJack
+import Dispatch
 
 /// The object JACK's notification callbacks reach through their `void *arg`.
 ///
@@ -13,10 +14,32 @@ final class CallbackContext: @unchecked Sendable {
     let client: OpaquePointer
     /// The ports whose latency this client reports, for the latency callback.
     let latency = Locked(LatencyPlan())
+    /// On PipeWire's libjack the latency callback's ranges are set from `latencySetter`, after
+    /// the callback has returned (`setLater`); on JACK2 inside the callback, as JACK's API asks.
+    let setsLatencyLater = JackLibrary.loaded == .pipewire
+    private let latencySetter = DispatchQueue(label: "duckrouter.jack-latency")
 
     init(client: OpaquePointer, handler: @escaping @Sendable (JackEvent) -> Void) {
         self.client = client
         self.handler = handler
+    }
+
+    /// Sets `ranges` soon, off JACK's thread, for the ports the plan then in force still holds.
+    ///
+    /// PipeWire's libjack (0.3.65) calls the latency callback from its loop thread holding the
+    /// client's `rt_lock`; `jack_port_set_latency_range` made there runs the loop's pending work in
+    /// place, and pending work that calls a callback takes `rt_lock` again: the thread waits on
+    /// itself for good, and every later request of the client with it (`LatencyCallbackTests`).
+    /// Made from another thread the same call only queues the update for the loop. A port is
+    /// touched only under the plan's lock, and only while the plan holds it: `setLatencies`
+    /// swaps the plan under that lock before a port is unregistered, and `close` empties it.
+    func setLater(_ ranges: [LatencySetting]) {
+        latencySetter.async { [self] in
+            latency.withLock { plan in
+                let live = Set(plan.inputs).union(plan.outputs.map(\.port))
+                for setting in ranges where live.contains(setting.port) { setting.apply() }
+            }
+        }
     }
 
     static func from(_ arg: UnsafeMutableRawPointer?) -> CallbackContext {
@@ -75,11 +98,32 @@ let latencyCallback: JackLatencyCallback = { mode, arg in
     // All of it under the lock: `setLatencies` swaps the plan (under the same lock) before the
     // router unregisters a port the new plan leaves out, so no port is touched here once it is
     // gone, and no copy of the plan outlives the one in force (found by make tsan).
-    CallbackContext.from(arg).latency.withLock { plan in reportLatencies(plan, mode: mode) }
+    let context = CallbackContext.from(arg)
+    context.latency.withLock { plan in
+        let ranges = latencyRanges(plan, mode: mode)
+        if context.setsLatencyLater {
+            context.setLater(ranges)
+        } else {
+            for setting in ranges { setting.apply() }
+        }
+    }
 }
 
-/// Sets the latency ranges of `plan`'s ports for `mode` (JACK's notification thread).
-private func reportLatencies(_ plan: LatencyPlan, mode: jack_latency_callback_mode_t) {
+/// One port's latency range for one direction, to set.
+struct LatencySetting: Sendable {
+    var port: UInt                                  // jack_port_t * bit pattern
+    var mode: jack_latency_callback_mode_t
+    var min: UInt32
+    var max: UInt32
+
+    func apply() {
+        var range = jack_latency_range_t(min: min, max: max)
+        jack_port_set_latency_range(OpaquePointer(bitPattern: port)!, mode, &range)
+    }
+}
+
+/// The latency ranges of `plan`'s ports for `mode`, from what JACK says lies around them.
+private func latencyRanges(_ plan: LatencyPlan, mode: jack_latency_callback_mode_t) -> [LatencySetting] {
     func port(_ bits: UInt) -> OpaquePointer { OpaquePointer(bitPattern: bits)! }
     var range = jack_latency_range_t(min: 0, max: 0)
     if mode == JackCaptureLatency {
@@ -91,10 +135,7 @@ private func reportLatencies(_ plan: LatencyPlan, mode: jack_latency_callback_mo
             high = max(high, range.max)
         }
         if low == UInt32.max { low = 0 }
-        for output in plan.outputs {
-            var set = jack_latency_range_t(min: low, max: high + output.added)
-            jack_port_set_latency_range(port(output.port), mode, &set)
-        }
+        return plan.outputs.map { LatencySetting(port: $0.port, mode: mode, min: low, max: high + $0.added) }
     } else {
         // Inputs: what lies downstream of every output, plus what each output adds.
         var low = UInt32.max, high: UInt32 = 0
@@ -104,9 +145,6 @@ private func reportLatencies(_ plan: LatencyPlan, mode: jack_latency_callback_mo
             high = max(high, range.max + output.added)
         }
         if low == UInt32.max { low = 0 }
-        for input in plan.inputs {
-            var set = jack_latency_range_t(min: low, max: high)
-            jack_port_set_latency_range(port(input), mode, &set)
-        }
+        return plan.inputs.map { LatencySetting(port: $0, mode: mode, min: low, max: high) }
     }
 }
