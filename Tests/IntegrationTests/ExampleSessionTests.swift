@@ -5,12 +5,15 @@ import OSCTransport
 import Policy
 import Testing
 
-/// One of the shipped session files (Sessions/*.json), run by the daemon under a private jackd,
-/// with test clients standing in for the programs and devices it names, and a recorder on the
-/// router's route outputs.
+/// One of the shipped session files (Sessions/*.json), run by the daemon under a private jackd
+/// (or PipeWire), with test clients standing in for the programs and devices it names, and a
+/// recorder on the router's route outputs.
 final class ExampleRig {
     let server: JackServer
     let recorder: TestClient
+    /// The `system` ports the sessions' built-in routes name, on PipeWire (jackd's dummy driver
+    /// has them).
+    private let systemPorts: TestClient?
     private(set) var clients: [String: TestClient] = [:]
     let daemon: Process
     let port: UInt16
@@ -26,6 +29,7 @@ final class ExampleRig {
     ///   - routes: route name → channel count, to record.
     init(_ session: String, programs: [String: [String]], devices: [String: [String]] = [:], routes: [String: Int]) throws {
         server = try JackServer(period: 256)
+        systemPorts = try server.standInForDriverPorts()
         var inputs: [String] = []
         for (route, count) in routes.sorted(by: { $0.key < $1.key }) {
             for n in 1...count {
@@ -63,6 +67,7 @@ final class ExampleRig {
         }
         for client in clients.values { client.close() }
         recorder.close()
+        systemPorts?.close()
         server.stop()
         for file in [state, log] { try? FileManager.default.removeItem(at: file) }
     }

@@ -7,7 +7,7 @@ import RouterCore
 import SessionStore
 import Testing
 
-/// Issue 8: apps activated by their own sound, under a real jackd. Music (a 1 kHz sine) plays to
+/// Issue 8: apps activated by their own sound, under a real jackd (or PipeWire). Music (a 1 kHz sine) plays to
 /// the speaker; a microphone, an announcement player and a navigation app are fed by a test
 /// source, whose outputs are also recorded as references in the same cycles as the speaker.
 @Suite("Signal activation", .serialized)
@@ -156,7 +156,8 @@ struct SignalActivationTests {
         #expect(rig.state("mic") == "listening")
     }
 
-    @Test("a 30 ms look-ahead on the route: the voice is heard 30 ms late, the music at once, and the duck the voice causes is complete before the voice is heard")
+    @Test("a 30 ms look-ahead on the route: the voice is heard 30 ms late, the music at once, and the duck the voice causes is complete before the voice is heard",
+          .enabled(if: JackServer.Implementation.current == .jackd, "PipeWire 0.3.65's libjack can deadlock a client that sets its ports' latencies in its latency callback, as a router with a look-ahead does: its loop thread calls the callback holding a mutex that jack_port_set_latency_range takes again, and the router's stop then waits in jack_deactivate for ever (about one run in five; issue 16)"))
     func lookahead() throws {
         var mic = Session.App(name: "mic", category: .playback, channelCount: 1, connect: [try PortPattern("source:mic")])
         mic.options = [.duckOthers, .mixWithOthers]

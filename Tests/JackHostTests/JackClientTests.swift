@@ -5,8 +5,9 @@ import JackTestSupport
 import Synchronization
 import Testing
 
-/// The JACK client against a real server: a private `jackd -d dummy` per test (JackTestSupport).
-/// Serialized: JACK2 has room for only a few servers on a machine.
+/// The JACK client against a real server: a private `jackd -d dummy` per test (JackTestSupport),
+/// or a private PipeWire with `JACK_IMPL=pipewire`. Serialized: JACK2 has room for only a few
+/// servers on a machine.
 @Suite("JackHost: JackClient", .serialized)
 struct JackClientTests {
     @Test("a client opens on a running server with its settings, and closes (twice is harmless); its ports leave the graph")
@@ -37,15 +38,24 @@ struct JackClientTests {
             guard case let .serverUnavailable(server, _) = error as? JackError else { return false }
             return server == name
         }
-        // This process links JACK2's libjack: the message says how to start jackd.
-        #expect(JackLibrary.loaded == .jack2)
-        #expect(JackError.serverUnavailable(server: name, status: []).description.contains("jackd -n \(name)"))
+        // The message says how to start the server this process's libjack can reach.
+        let message = JackError.serverUnavailable(server: name, status: []).description
+        switch JackServer.Implementation.current {
+        case .jackd:
+            #expect(JackLibrary.loaded == .jack2)
+            #expect(message.contains("jackd -n \(name)"), "\(message)")
+        case .pipewire:
+            #expect(JackLibrary.loaded == .pipewire)
+            #expect(message.contains("start PipeWire") && !message.contains("jackd"), "\(message)")
+        }
     }
 
     @Test("ports register under the client's name, are found by name, pattern and direction, and unregister")
     func registerAndUnregister() throws {
         let server = try JackServer()
         defer { server.stop() }
+        let device = try server.standInForDriverPorts()
+        defer { device?.close() }
         let client = try JackClient(name: "hosttest", server: server.name)
         let input = try client.registerAudioPort("in_1", direction: .input)
         let output = try client.registerAudioPort("out_1", direction: .output)
@@ -56,13 +66,15 @@ struct JackClientTests {
         #expect(Set(client.ports(matching: "^hosttest:")) == ["hosttest:in_1", "hosttest:out_1"])
         #expect(client.ports(matching: "^hosttest:", direction: .input) == ["hosttest:in_1"])
         #expect(client.ports(matching: "^hosttest:", direction: .output) == ["hosttest:out_1"])
-        #expect(client.ports(direction: .output).contains("system:capture_1"), "the dummy driver's ports are in the graph")
+        #expect(client.ports(direction: .output).contains("system:capture_1"), "the dummy driver's (or its stand-in's) ports are in the graph")
         client.unregister(input)
         #expect(!client.portExists("hosttest:in_1"))
         #expect(client.portExists("hosttest:out_1"))
     }
 
-    @Test("a second port of the same name is refused, naming it; the first stays")
+    @Test("a second port of the same name is refused, naming it; the first stays",
+          .enabled(if: JackServer.Implementation.current == .jackd,
+                   "PipeWire 0.3.65's libjack registers a second port under a name the client already has (both are listed); the router never asks it to (its port names end in _in_N per app and _out_N per route)"))
     func duplicatePortName() throws {
         let server = try JackServer()
         defer { server.stop() }
@@ -78,6 +90,8 @@ struct JackClientTests {
     func connectAndDisconnect() throws {
         let server = try JackServer()
         defer { server.stop() }
+        let device = try server.standInForDriverPorts()
+        defer { device?.close() }
         let client = try JackClient(name: "hosttest", server: server.name)
         _ = try client.registerAudioPort("out", direction: .output)
         _ = try client.registerAudioPort("in", direction: .input)
@@ -143,6 +157,8 @@ struct JackClientTests {
     func portEvents() throws {
         let server = try JackServer()
         defer { server.stop() }
+        let device = try server.standInForDriverPorts()
+        defer { device?.close() }
         let events = EventLog()
         let client = try JackClient(name: "hosttest", server: server.name, events: events.record)
         try client.activate()
@@ -170,14 +186,8 @@ struct JackClientTests {
         let client = try JackClient(name: "hosttest", server: server.name, events: events.record)
         try client.activate()
         #expect(client.bufferSize == 256)
-        let tool = Process()
-        tool.executableURL = URL(fileURLWithPath: "/usr/bin/jack_bufsize")
-        tool.arguments = ["512"]
-        tool.environment = ["JACK_DEFAULT_SERVER": server.name]
-        tool.standardOutput = FileHandle.nullDevice
-        try tool.run()
-        tool.waitUntilExit()
-        #expect(tool.terminationStatus == 0)
+        // jack_bufsize on jackd, PipeWire's settings on PipeWire.
+        try server.changePeriod(to: 512)
         try waitFor("the buffer-size event") { events.contains(.bufferSizeChanged(512)) }
         #expect(client.bufferSize == 512)
     }
@@ -186,6 +196,17 @@ struct JackClientTests {
     func latencyReporting() throws {
         let server = try JackServer(period: 256)
         defer { server.stop() }
+        // jackd's dummy driver reports a capture latency on system:capture_1; on PipeWire a client
+        // standing in for it reports one period there.
+        var device: JackClient?
+        defer { device?.close() }
+        if JackServer.Implementation.current == .pipewire {
+            let system = try JackClient(name: "system", server: server.name, reportsLatency: true, events: { _ in })
+            device = system
+            let capture = try system.registerAudioPort("capture_1", direction: .output)
+            system.setLatencies(inputs: [], outputs: [(capture, UInt32(server.period))])
+            try system.activate()
+        }
         let client = try JackClient(name: "hosttest", server: server.name, reportsLatency: true, events: { _ in })
         let input = try client.registerAudioPort("in", direction: .input)
         let late = try client.registerAudioPort("late", direction: .output)

@@ -106,6 +106,18 @@ extension JackServer {
         return tool.terminationStatus == 0
     }
 
+    /// The ports jackd's dummy driver gives every server (`system:capture_1…2`,
+    /// `system:playback_1…2`), which a headless PipeWire has no device for: on PipeWire a test
+    /// client named `system` with those ports stands in for them (a desktop would show its sound
+    /// card's ports, under that name only with `jack.default-as-system`; README, On PipeWire).
+    /// nil on jackd, whose driver has them. Keep it open while they are needed; it plays and
+    /// records like any `TestClient`.
+    public func standInForDriverPorts() throws -> TestClient? {
+        guard Implementation.current == .pipewire else { return nil }
+        return try TestClient(name: "system", server: name, outputs: ["capture_1", "capture_2"],
+                              inputs: ["playback_1", "playback_2"])
+    }
+
     /// Changes the server's period while it runs, as a user would: `jack_bufsize` on jackd,
     /// `pw-metadata … clock.force-quantum` on PipeWire (whose libjack does not pass a client's
     /// `jack_set_buffer_size` on to the graph).
