@@ -30,11 +30,14 @@ parts=" ${BENCH_PARTS:-kernel denormals router scale osc} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
+# Stops every server and client the script started.
 cleanup() {
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    pids=()
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 if part kernel; then
 echo "== Mix kernels (duckbench): 128 stereo apps into 4 stereo routes, $period frames"
@@ -72,16 +75,15 @@ start_jackd() {
     for _ in $(seq 50); do jack_lsp >/dev/null 2>&1 && return 0; sleep 0.1; done
     return 1
 }
-if ! start_jackd; then
-    # "Too many servers already active": JACK's table holds entries of servers that died. The
-    # benchmark never deletes JACK's shared memory itself (another program's server may own it).
-    cat "$out/jackd.log" >&2
-    if grep -q "Too many servers" "$out/jackd.log"; then
-        echo "bench: JACK's server table is full; entries of servers that died stay until removed." >&2
-        echo "bench: with no JACK program running, 'rm -rf /dev/shm/jack*' clears them." >&2
-    fi
-    exit 1
-fi
+
+# Sets the server's period while it runs, as a user would, and waits until clients have it.
+set_period() {
+    jack_bufsize "$1" > /dev/null
+    for _ in $(seq 50); do [ "$(jack_bufsize 2>/dev/null)" = "$1" ] && return 0; sleep 0.1; done
+    echo "bench: the server's period did not become $1 frames" >&2
+    return 1
+}
+
 # Starts jack_mix_box with $1 stereo channels, each fed by the feeder, MAIN to system:playback;
 # any further arguments are environment settings for it (VAR=value). Sets mixbox_pid.
 #
@@ -92,14 +94,14 @@ fi
 start_mixbox() {
     local channels=$1
     shift
-    jack_bufsize 8192 > /dev/null
+    set_period 8192
     env "$@" jack_mix_box -n mixbox -s $(seq 0 $((channels - 1))) >> "$out/jack_mix_box.log" 2>&1 &
     mixbox_pid=$!
     for _ in $(seq 100); do
         [ "$(jack_lsp 2>/dev/null | grep -c '^mixbox:Channel')" -ge $((2 * channels)) ] && break
         sleep 0.1
     done
-    jack_bufsize $period > /dev/null
+    set_period $period
     jack_connect "mixbox:MAIN L" system:playback_1 2>/dev/null || true
     jack_connect "mixbox:MAIN R" system:playback_2 2>/dev/null || true
     for k in $(seq 1 "$channels"); do
@@ -108,10 +110,40 @@ start_mixbox() {
     done
 }
 
-if part router || part osc; then echo "== jackd -d dummy -r $rate -p $period running as '$server'"; fi
-jack_simple_client feeder > /dev/null 2>&1 &
-pids+=($!)
-sleep 1
+# jack_simple_client plays a sine to system:playback_1/2 (it exits when there are no such ports).
+start_feeder() {
+    jack_simple_client feeder > /dev/null 2>&1 &
+    pids+=($!)
+    sleep 1
+}
+
+# CPU time of every thread of a process, in nanoseconds.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
+
+# Prints µs of CPU per cycle (every thread of process $1) over the next $2 seconds, counting
+# rate / period cycles a second.
+cpu_per_cycle() {
+    local a t0 b t1
+    a=$(cpu_ns "$1"); t0=$(date +%s.%N)
+    sleep "$2"
+    b=$(cpu_ns "$1"); t1=$(date +%s.%N)
+    python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
+}
+
+if part router || part scale || part osc; then
+if ! start_jackd; then
+    # "Too many servers already active": JACK's table holds entries of servers that died. The
+    # benchmark never deletes JACK's shared memory itself (another program's server may own it).
+    cat "$out/jackd.log" >&2
+    if grep -q "Too many servers" "$out/jackd.log"; then
+        echo "bench: JACK's server table is full; entries of servers that died stay until removed." >&2
+        echo "bench: with no JACK program running, 'rm -rf /dev/shm/jack*' clears them." >&2
+    fi
+    exit 1
+fi
+echo "== jackd -d dummy -r $rate -p $period running as '$server'"
+start_feeder
+fi
 
 if part router; then
 echo "== Whole mixers under jackd -d dummy -r $rate -p $period: CPU per cycle, $runs runs of ${window}s"
@@ -126,18 +158,10 @@ print(json.dumps({
 }, indent=1))
 PY
 
-# CPU time of every thread of a process, in nanoseconds.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
-
-# Prints µs of CPU per JACK cycle for process $1 over the window.
+# Prints µs of CPU per JACK cycle for process $1 over the window, after 2 s of settling.
 measure() {
-    local pid=$1
     sleep 2
-    local a t0 b t1
-    a=$(cpu_ns "$pid"); t0=$(date +%s.%N)
-    sleep "$window"
-    b=$(cpu_ns "$pid"); t1=$(date +%s.%N)
-    python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
+    cpu_per_cycle "$1" "$window"
 }
 
 router_runs=()
@@ -185,26 +209,34 @@ open(f"{out}/router.md", "w").write(line + "\n")
 PY
 fi
 
-if part scale; then
-echo "== Process callback time per cycle at 1 to 256 stereo apps, $period frames (scripts/proctime.c)"
+# The process callback's time per cycle at a number of stereo apps.
 scale_seconds=${SCALE_SECONDS:-10}
-gcc -O2 -shared -fPIC -o "$out/proctime.so" scripts/proctime.c -ldl -lpthread
+scale_apps=${SCALE_APPS:-1 16 64 128 256}
+router_log_level=warning
+router_log="$out/duckrouter-scale.log"
+proctime_built=false
+build_proctime() {
+    $proctime_built || gcc -O2 -shared -fPIC -o "$out/proctime.so" scripts/proctime.c -ldl -lpthread
+    proctime_built=true
+}
 rss_kb() { awk '/^VmRSS:/ { print $2 }' /proc/"$1"/status 2>/dev/null || echo "?"; }
-# Starts the statistics after a warm-up, waits, and prints "cycles mean p99 max".
+mb() { case $1 in '' | *[!0-9]*) echo - ;; *) echo "$(($1 / 1024)) MB" ;; esac; }
+# Starts the statistics after a warm-up, waits, and prints "cycles mean p99 max cpu", cpu being
+# the CPU time of every thread of process $2 over the window in µs per cycle.
 timed_window() {
-    local file=$1
+    local file=$1 cpu
     sleep 2
     touch "$file.reset"
-    sleep "$scale_seconds"
+    cpu=$(cpu_per_cycle "$2" "$scale_seconds")
     sleep 1.5
-    cat "$file" 2>/dev/null || echo "0 ? ? ?"
+    echo "$(cat "$file" 2>/dev/null || echo "0 ? ? ?") $cpu"
 }
-: > "$out/scale.dat"
-{
-echo "| stereo apps | duckrouter mean / p99 / max µs | RSS | jack_mix_box mean / p99 / max µs | RSS | C reference kernel mean / p99 / max µs | Swift kernel mean / p99 / max µs |"
-echo "|---|---|---|---|---|---|---|"
-} > "$out/scale.md"
-for n in ${SCALE_APPS:-1 16 64 128 256}; do
+# Times duckrouter with $1 stereo apps fed by the feeder into one stereo route, then
+# jack_mix_box with as many channels (up to its 128). Sets r_mean r_p99 r_max r_cpu r_rss for
+# the router and m_mean m_p99 m_max m_cpu m_rss for jack_mix_box ("-" when not measured).
+measure_callbacks() {
+    local n=$1 pid
+    build_proctime
     python3 - "$n" > "$out/scale-session.json" <<'PY'
 import json, sys
 n = int(sys.argv[1])
@@ -217,34 +249,45 @@ print(json.dumps({
 PY
     rm -f "$out/proctime-router.txt"
     PROCTIME_OUT="$out/proctime-router.txt" LD_PRELOAD="$PWD/$out/proctime.so" \
-        .build/release/duckrouter --server "$server" --log-level warning --osc-port $(( 20000 + $$ % 20000 )) \
-        "$out/scale-session.json" 2>>"$out/duckrouter-scale.log" &
+        .build/release/duckrouter --server "$server" --log-level "$router_log_level" --osc-port $(( 20000 + $$ % 20000 )) \
+        "$out/scale-session.json" 2>>"$router_log" &
     pid=$!
     for _ in $(seq 100); do
         [ "$(jack_lsp -c "duckrouter:app$(printf %03d "$n")_in_2" 2>/dev/null | grep -c feeder)" -ge 1 ] && break
         sleep 0.1
     done
-    read -r _ rmean rp99 rmax < <(timed_window "$out/proctime-router.txt")
-    rrss=$(rss_kb "$pid")
+    read -r _ r_mean r_p99 r_max r_cpu < <(timed_window "$out/proctime-router.txt" "$pid")
+    r_rss=$(rss_kb "$pid")
     kill -INT "$pid"; wait "$pid" || true
 
-    mmean="-"; mp99="-"; mmax="-"; mrss="-"
+    m_mean="-"; m_p99="-"; m_max="-"; m_cpu="-"; m_rss="-"
     if [ "$n" -le 128 ]; then
         rm -f "$out/proctime-mixbox.txt"
         start_mixbox "$n" PROCTIME_OUT="$out/proctime-mixbox.txt" LD_PRELOAD="$PWD/$out/proctime.so"
         pid=$mixbox_pid
-        read -r _ mmean mp99 mmax < <(timed_window "$out/proctime-mixbox.txt")
-        mrss=$(rss_kb "$pid")
+        read -r _ m_mean m_p99 m_max m_cpu < <(timed_window "$out/proctime-mixbox.txt" "$pid")
+        m_rss=$(rss_kb "$pid")
         if kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
         else
-            mmean="crashed"; mp99="-"; mmax="-"; mrss="-"
+            m_mean="crashed"; m_p99="-"; m_max="-"; m_cpu="-"; m_rss="-"
         fi
     fi
+}
+
+if part scale; then
+echo "== Process callback time per cycle at 1 to 256 stereo apps, $period frames (scripts/proctime.c)"
+: > "$out/scale.dat"
+{
+echo "| stereo apps | duckrouter mean / p99 / max µs | RSS | jack_mix_box mean / p99 / max µs | RSS | C reference kernel mean / p99 / max µs | Swift kernel mean / p99 / max µs |"
+echo "|---|---|---|---|---|---|---|"
+} > "$out/scale.md"
+for n in $scale_apps; do
+    measure_callbacks "$n"
     read -r _ cmean cp99 cmax smean sp99 smax < <(.build/release/duckbench --per-cycle --apps "$n" --routes 1 --frames $period --cycles 20000)
-    echo "$n stereo apps: duckrouter $rmean / $rp99 / $rmax µs (RSS $rrss kB), jack_mix_box $mmean / $mp99 / $mmax µs (RSS $mrss kB), C kernel $cmean / $cp99 / $cmax µs, Swift kernel $smean / $sp99 / $smax µs"
-    echo "| $n | $rmean / $rp99 / $rmax | $((rrss / 1024)) MB | $mmean / $mp99 / $mmax | ${mrss:+$([ "$mrss" = "-" ] && echo - || echo "$((mrss / 1024)) MB")} | $cmean / $cp99 / $cmax | $smean / $sp99 / $smax |" >> "$out/scale.md"
-    echo "$n $rmean $rp99 $rmax ${mmean/-/NaN} ${mp99/-/NaN} ${mmax/-/NaN} $cmean $cp99 $smean $sp99" >> "$out/scale.dat"
+    echo "$n stereo apps: duckrouter $r_mean / $r_p99 / $r_max µs (RSS $r_rss kB, process CPU $r_cpu µs/cycle), jack_mix_box $m_mean / $m_p99 / $m_max µs (RSS $m_rss kB, process CPU $m_cpu µs/cycle), C kernel $cmean / $cp99 / $cmax µs, Swift kernel $smean / $sp99 / $smax µs"
+    echo "| $n | $r_mean / $r_p99 / $r_max | $(mb "$r_rss") | $m_mean / $m_p99 / $m_max | $(mb "$m_rss") | $cmean / $cp99 / $cmax | $smean / $sp99 / $smax |" >> "$out/scale.md"
+    echo "$n $r_mean $r_p99 $r_max ${m_mean/-/NaN} ${m_p99/-/NaN} ${m_max/-/NaN} $cmean $cp99 $smean $sp99" >> "$out/scale.dat"
 done
 if command -v gnuplot > /dev/null; then
     gnuplot <<GP
