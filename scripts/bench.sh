@@ -5,13 +5,19 @@
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
 # Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
 # and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
-#   BENCH_PARTS chooses what runs (default "kernel denormals router scale osc").
+#   BENCH_PARTS chooses what runs (default "kernel denormals router scale osc pipewire").
 # denormals: the Swift kernel on normal and subnormal signals with flush-to-zero/denormals-are-zero
 # off and on, and the engine's whole cycle (duckbench --denormals; DENORMAL_RUNS, default 21).
 # scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
 # apps, timed from outside by scripts/proctime.c (LD_PRELOAD) for duckrouter and jack_mix_box alike,
 # beside the C reference and Swift kernels alone (duckbench --per-cycle); SCALE_SECONDS (default 10)
 # each. A table (scale.md), the data (scale.dat) and a plot (docs/process-time.png, gnuplot).
+# pipewire: the same measurement (and each process's CPU per cycle, as in router) under a private
+# headless PipeWire instead of jackd (issue 16): its own XDG_RUNTIME_DIR, a null sink named
+# "system" for the playback ports, the clock set to 48 kHz / 128 frames with pw-metadata
+# (clock.force-rate, clock.force-quantum), every JACK program on PipeWire's libjack. Checks that the
+# router ran on PipeWire at 128 frames (its "running" log line). pipewire.md and pipewire.dat.
+# Everything the script starts (servers, clients, PipeWire's runtime directory) goes on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -26,15 +32,33 @@ mkdir -p "$out"
 # dies uncleanly keeps its entry unless a later server takes the same name.
 server="duckbench"
 export JACK_DEFAULT_SERVER=$server
-parts=" ${BENCH_PARTS:-kernel denormals router scale osc} "
+parts=" ${BENCH_PARTS:-kernel denormals router scale osc pipewire} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
+pw_runtime=""
+
+# Stops process $1, a child: SIGTERM, SIGKILL after 5 s; waits for it.
+stop_pid() {
+    kill -TERM "$1" 2>/dev/null || return 0
+    ( sleep 5; kill -KILL "$1" 2>/dev/null ) &
+    local watchdog=$!
+    wait "$1" 2>/dev/null || true
+    kill "$watchdog" 2>/dev/null || true
+}
+# Stops everything the script started, clients before servers: the mixer being measured (a
+# background job not in pids), then pids newest first (a client of PipeWire's libjack can hang
+# in jack_client_close when its server goes at the same moment). Removes PipeWire's runtime
+# directory.
 cleanup() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    local pid i
+    for pid in $(jobs -p); do [[ " ${pids[*]} " == *" $pid "* ]] || stop_pid "$pid"; done
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
+    pids=()
+    if [ -n "$pw_runtime" ]; then rm -rf "$pw_runtime"; fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 if part kernel; then
 echo "== Mix kernels (duckbench): 128 stereo apps into 4 stereo routes, $period frames"
@@ -66,22 +90,60 @@ echo "== Denormals (duckbench --denormals): 128 stereo apps into 4 stereo routes
 .build/release/duckbench --denormals --apps 128 --frames $period --runs "${DENORMAL_RUNS:-21}" --cycles 5000 --markdown > "$out/denormals.md"
 fi
 
+# Which server the JACK programs below talk to: jackd, or PipeWire for the pipewire part.
+jack_impl=jackd
+pw_jack_library=/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack
+
 start_jackd() {
     jackd -n "$server" -d dummy -r $rate -p $period > "$out/jackd.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 50); do jack_lsp >/dev/null 2>&1 && return 0; sleep 0.1; done
     return 1
 }
-if ! start_jackd; then
-    # "Too many servers already active": JACK's table holds entries of servers that died. The
-    # benchmark never deletes JACK's shared memory itself (another program's server may own it).
-    cat "$out/jackd.log" >&2
-    if grep -q "Too many servers" "$out/jackd.log"; then
-        echo "bench: JACK's server table is full; entries of servers that died stay until removed." >&2
-        echo "bench: with no JACK program running, 'rm -rf /dev/shm/jack*' clears them." >&2
+
+# Starts a private headless PipeWire whose socket is $server, in a runtime directory of its own
+# (never a desktop's PipeWire), with a null sink named "system" whose ports are system:playback_1
+# and _2 as under jackd (the sessions and jack_simple_client need them; without a session manager
+# PipeWire has no other sink), and the `default` metadata a session manager would add. From then
+# on every JACK program of this script loads PipeWire's libjack and reaches that server.
+start_pipewire() {
+    pw_runtime=$(mktemp -d "${TMPDIR:-/tmp}/duckrouter-pwbench.XXXXXX")
+    mkdir -p "$pw_runtime/config/pipewire/pipewire.conf.d"
+    cat > "$pw_runtime/config/pipewire/pipewire.conf.d/duckrouter-bench.conf" <<'CONF'
+context.objects = [
+    { factory = metadata args = { metadata.name = default } }
+    { factory = adapter
+      args = { factory.name = support.null-audio-sink node.name = system node.description = system
+               media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true
+               adapter.auto-port-config = { mode = dsp monitor = false control = false position = unknown } } }
+]
+CONF
+    env -u LD_LIBRARY_PATH -u PIPEWIRE_QUANTUM -u PIPEWIRE_REMOTE XDG_RUNTIME_DIR="$pw_runtime" \
+        XDG_CONFIG_HOME="$pw_runtime/config" DBUS_SESSION_BUS_ADDRESS=disabled: PIPEWIRE_CORE="$server" \
+        setpriv --pdeathsig KILL -- pipewire > "$out/pipewire.log" 2>&1 &
+    pids+=($!)
+    export XDG_RUNTIME_DIR=$pw_runtime LD_LIBRARY_PATH=$pw_jack_library PIPEWIRE_REMOTE=$server JACK_DEFAULT_SERVER=$server
+    unset PIPEWIRE_QUANTUM
+    jack_impl=pipewire
+    for _ in $(seq 100); do [ -S "$pw_runtime/$server" ] && break; sleep 0.1; done
+    env -u LD_LIBRARY_PATH pw-metadata -r "$server" -n settings 0 clock.force-rate $rate > /dev/null &&
+        set_period $period && [ "$(jack_samplerate 2>/dev/null)" = $rate ]
+}
+
+# Sets the server's period while it runs, as a user would, and waits until clients have it:
+# jack_bufsize on jackd; on PipeWire the clock's force-quantum setting (its libjack does not pass
+# jack_set_buffer_size on to the graph).
+set_period() {
+    if [ $jack_impl = pipewire ]; then
+        env -u LD_LIBRARY_PATH pw-metadata -r "$server" -n settings 0 clock.force-quantum "$1" > /dev/null
+    else
+        jack_bufsize "$1" > /dev/null
     fi
-    exit 1
-fi
+    for _ in $(seq 50); do [ "$(jack_bufsize 2>/dev/null)" = "$1" ] && return 0; sleep 0.1; done
+    echo "bench: the server's period did not become $1 frames" >&2
+    return 1
+}
+
 # Starts jack_mix_box with $1 stereo channels, each fed by the feeder, MAIN to system:playback;
 # any further arguments are environment settings for it (VAR=value). Sets mixbox_pid.
 #
@@ -92,14 +154,14 @@ fi
 start_mixbox() {
     local channels=$1
     shift
-    jack_bufsize 8192 > /dev/null
+    set_period 8192
     env "$@" jack_mix_box -n mixbox -s $(seq 0 $((channels - 1))) >> "$out/jack_mix_box.log" 2>&1 &
     mixbox_pid=$!
     for _ in $(seq 100); do
         [ "$(jack_lsp 2>/dev/null | grep -c '^mixbox:Channel')" -ge $((2 * channels)) ] && break
         sleep 0.1
     done
-    jack_bufsize $period > /dev/null
+    set_period $period
     jack_connect "mixbox:MAIN L" system:playback_1 2>/dev/null || true
     jack_connect "mixbox:MAIN R" system:playback_2 2>/dev/null || true
     for k in $(seq 1 "$channels"); do
@@ -108,10 +170,40 @@ start_mixbox() {
     done
 }
 
-if part router || part osc; then echo "== jackd -d dummy -r $rate -p $period running as '$server'"; fi
-jack_simple_client feeder > /dev/null 2>&1 &
-pids+=($!)
-sleep 1
+# jack_simple_client plays a sine to system:playback_1/2 (it exits when there are no such ports).
+start_feeder() {
+    jack_simple_client feeder > /dev/null 2>&1 &
+    pids+=($!)
+    sleep 1
+}
+
+# CPU time of every thread of a process, in nanoseconds.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
+
+# Prints µs of CPU per cycle (every thread of process $1) over the next $2 seconds, counting
+# rate / period cycles a second.
+cpu_per_cycle() {
+    local a t0 b t1
+    a=$(cpu_ns "$1"); t0=$(date +%s.%N)
+    sleep "$2"
+    b=$(cpu_ns "$1"); t1=$(date +%s.%N)
+    python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
+}
+
+if part router || part scale || part osc; then
+if ! start_jackd; then
+    # "Too many servers already active": JACK's table holds entries of servers that died. The
+    # benchmark never deletes JACK's shared memory itself (another program's server may own it).
+    cat "$out/jackd.log" >&2
+    if grep -q "Too many servers" "$out/jackd.log"; then
+        echo "bench: JACK's server table is full; entries of servers that died stay until removed." >&2
+        echo "bench: with no JACK program running, 'rm -rf /dev/shm/jack*' clears them." >&2
+    fi
+    exit 1
+fi
+echo "== jackd -d dummy -r $rate -p $period running as '$server'"
+start_feeder
+fi
 
 if part router; then
 echo "== Whole mixers under jackd -d dummy -r $rate -p $period: CPU per cycle, $runs runs of ${window}s"
@@ -126,18 +218,10 @@ print(json.dumps({
 }, indent=1))
 PY
 
-# CPU time of every thread of a process, in nanoseconds.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
-
-# Prints µs of CPU per JACK cycle for process $1 over the window.
+# Prints µs of CPU per JACK cycle for process $1 over the window, after 2 s of settling.
 measure() {
-    local pid=$1
     sleep 2
-    local a t0 b t1
-    a=$(cpu_ns "$pid"); t0=$(date +%s.%N)
-    sleep "$window"
-    b=$(cpu_ns "$pid"); t1=$(date +%s.%N)
-    python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
+    cpu_per_cycle "$1" "$window"
 }
 
 router_runs=()
@@ -185,26 +269,35 @@ open(f"{out}/router.md", "w").write(line + "\n")
 PY
 fi
 
-if part scale; then
-echo "== Process callback time per cycle at 1 to 256 stereo apps, $period frames (scripts/proctime.c)"
+# The process callback's time per cycle at a number of stereo apps, for the scale and pipewire
+# parts alike, on whichever server runs.
 scale_seconds=${SCALE_SECONDS:-10}
-gcc -O2 -shared -fPIC -o "$out/proctime.so" scripts/proctime.c -ldl -lpthread
+scale_apps=${SCALE_APPS:-1 16 64 128 256}
+router_log_level=warning
+router_log="$out/duckrouter-scale.log"
+proctime_built=false
+build_proctime() {
+    $proctime_built || gcc -O2 -shared -fPIC -o "$out/proctime.so" scripts/proctime.c -ldl -lpthread
+    proctime_built=true
+}
 rss_kb() { awk '/^VmRSS:/ { print $2 }' /proc/"$1"/status 2>/dev/null || echo "?"; }
-# Starts the statistics after a warm-up, waits, and prints "cycles mean p99 max".
+mb() { case $1 in '' | *[!0-9]*) echo - ;; *) echo "$(($1 / 1024)) MB" ;; esac; }
+# Starts the statistics after a warm-up, waits, and prints "cycles mean p99 max cpu", cpu being
+# the CPU time of every thread of process $2 over the window in µs per cycle.
 timed_window() {
-    local file=$1
+    local file=$1 cpu
     sleep 2
     touch "$file.reset"
-    sleep "$scale_seconds"
+    cpu=$(cpu_per_cycle "$2" "$scale_seconds")
     sleep 1.5
-    cat "$file" 2>/dev/null || echo "0 ? ? ?"
+    echo "$(cat "$file" 2>/dev/null || echo "0 ? ? ?") $cpu"
 }
-: > "$out/scale.dat"
-{
-echo "| stereo apps | duckrouter mean / p99 / max µs | RSS | jack_mix_box mean / p99 / max µs | RSS | C reference kernel mean / p99 / max µs | Swift kernel mean / p99 / max µs |"
-echo "|---|---|---|---|---|---|---|"
-} > "$out/scale.md"
-for n in ${SCALE_APPS:-1 16 64 128 256}; do
+# Times duckrouter with $1 stereo apps fed by the feeder into one stereo route, then
+# jack_mix_box with as many channels (up to its 128). Sets r_mean r_p99 r_max r_cpu r_rss for
+# the router and m_mean m_p99 m_max m_cpu m_rss for jack_mix_box ("-" when not measured).
+measure_callbacks() {
+    local n=$1 pid
+    build_proctime
     python3 - "$n" > "$out/scale-session.json" <<'PY'
 import json, sys
 n = int(sys.argv[1])
@@ -217,34 +310,45 @@ print(json.dumps({
 PY
     rm -f "$out/proctime-router.txt"
     PROCTIME_OUT="$out/proctime-router.txt" LD_PRELOAD="$PWD/$out/proctime.so" \
-        .build/release/duckrouter --server "$server" --log-level warning --osc-port $(( 20000 + $$ % 20000 )) \
-        "$out/scale-session.json" 2>>"$out/duckrouter-scale.log" &
+        .build/release/duckrouter --server "$server" --log-level "$router_log_level" --osc-port $(( 20000 + $$ % 20000 )) \
+        "$out/scale-session.json" 2>>"$router_log" &
     pid=$!
     for _ in $(seq 100); do
         [ "$(jack_lsp -c "duckrouter:app$(printf %03d "$n")_in_2" 2>/dev/null | grep -c feeder)" -ge 1 ] && break
         sleep 0.1
     done
-    read -r _ rmean rp99 rmax < <(timed_window "$out/proctime-router.txt")
-    rrss=$(rss_kb "$pid")
+    read -r _ r_mean r_p99 r_max r_cpu < <(timed_window "$out/proctime-router.txt" "$pid")
+    r_rss=$(rss_kb "$pid")
     kill -INT "$pid"; wait "$pid" || true
 
-    mmean="-"; mp99="-"; mmax="-"; mrss="-"
+    m_mean="-"; m_p99="-"; m_max="-"; m_cpu="-"; m_rss="-"
     if [ "$n" -le 128 ]; then
         rm -f "$out/proctime-mixbox.txt"
         start_mixbox "$n" PROCTIME_OUT="$out/proctime-mixbox.txt" LD_PRELOAD="$PWD/$out/proctime.so"
         pid=$mixbox_pid
-        read -r _ mmean mp99 mmax < <(timed_window "$out/proctime-mixbox.txt")
-        mrss=$(rss_kb "$pid")
+        read -r _ m_mean m_p99 m_max m_cpu < <(timed_window "$out/proctime-mixbox.txt" "$pid")
+        m_rss=$(rss_kb "$pid")
         if kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
         else
-            mmean="crashed"; mp99="-"; mmax="-"; mrss="-"
+            m_mean="crashed"; m_p99="-"; m_max="-"; m_cpu="-"; m_rss="-"
         fi
     fi
+}
+
+if part scale; then
+echo "== Process callback time per cycle at 1 to 256 stereo apps, $period frames (scripts/proctime.c)"
+: > "$out/scale.dat"
+{
+echo "| stereo apps | duckrouter mean / p99 / max µs | RSS | jack_mix_box mean / p99 / max µs | RSS | C reference kernel mean / p99 / max µs | Swift kernel mean / p99 / max µs |"
+echo "|---|---|---|---|---|---|---|"
+} > "$out/scale.md"
+for n in $scale_apps; do
+    measure_callbacks "$n"
     read -r _ cmean cp99 cmax smean sp99 smax < <(.build/release/duckbench --per-cycle --apps "$n" --routes 1 --frames $period --cycles 20000)
-    echo "$n stereo apps: duckrouter $rmean / $rp99 / $rmax µs (RSS $rrss kB), jack_mix_box $mmean / $mp99 / $mmax µs (RSS $mrss kB), C kernel $cmean / $cp99 / $cmax µs, Swift kernel $smean / $sp99 / $smax µs"
-    echo "| $n | $rmean / $rp99 / $rmax | $((rrss / 1024)) MB | $mmean / $mp99 / $mmax | ${mrss:+$([ "$mrss" = "-" ] && echo - || echo "$((mrss / 1024)) MB")} | $cmean / $cp99 / $cmax | $smean / $sp99 / $smax |" >> "$out/scale.md"
-    echo "$n $rmean $rp99 $rmax ${mmean/-/NaN} ${mp99/-/NaN} ${mmax/-/NaN} $cmean $cp99 $smean $sp99" >> "$out/scale.dat"
+    echo "$n stereo apps: duckrouter $r_mean / $r_p99 / $r_max µs (RSS $r_rss kB, process CPU $r_cpu µs/cycle), jack_mix_box $m_mean / $m_p99 / $m_max µs (RSS $m_rss kB, process CPU $m_cpu µs/cycle), C kernel $cmean / $cp99 / $cmax µs, Swift kernel $smean / $sp99 / $smax µs"
+    echo "| $n | $r_mean / $r_p99 / $r_max | $(mb "$r_rss") | $m_mean / $m_p99 / $m_max | $(mb "$m_rss") | $cmean / $cp99 / $cmax | $smean / $sp99 / $smax |" >> "$out/scale.md"
+    echo "$n $r_mean $r_p99 $r_max ${m_mean/-/NaN} ${m_p99/-/NaN} ${m_max/-/NaN} $cmean $cp99 $smean $sp99" >> "$out/scale.dat"
 done
 if command -v gnuplot > /dev/null; then
     gnuplot <<GP
@@ -288,5 +392,47 @@ pids+=("$pid")
 .build/release/oscbench --server "$server" --port "$oscport" --messages "${OSC_MESSAGES:-1000}" \
     --flood-seconds "${OSC_FLOOD_SECONDS:-5}" --markdown "$out/osc.md" | tee "$out/osc.txt"
 kill -INT "$pid"; wait "$pid" || true
+fi
+
+if part pipewire; then
+echo "== Process callback time per cycle under a private headless PipeWire, $period frames at $rate Hz (scripts/proctime.c)"
+if [ ! -e "$pw_jack_library/libjack.so.0" ] || ! command -v pipewire > /dev/null; then
+    echo "bench: pipewire and pipewire-jack are not installed (make deps)" >&2
+    exit 1
+fi
+# jackd and the feeder of the parts before go first: only PipeWire runs while this part measures.
+cleanup
+server="duckbench-pw"
+if ! start_pipewire; then
+    cat "$out/pipewire.log" >&2
+    echo "bench: PipeWire did not start with $period-frame periods at $rate Hz" >&2
+    exit 1
+fi
+echo "== pipewire as '$server' in $pw_runtime: JACK clients get $(jack_bufsize) frames at $(jack_samplerate) Hz"
+start_feeder
+if ! kill -0 "${pids[-1]}" 2>/dev/null; then echo "bench: jack_simple_client did not start on PipeWire" >&2; exit 1; fi
+# info, for the router's "running" line (which JACK, rate, period) and its xrun notices.
+router_log_level=info
+router_log="$out/duckrouter-pipewire.log"
+: > "$router_log"
+: > "$out/pipewire.dat"
+{
+echo "| stereo apps | duckrouter mean / p99 / max µs | CPU µs per cycle | RSS | jack_mix_box mean / p99 / max µs | CPU µs per cycle | RSS |"
+echo "|---|---|---|---|---|---|---|"
+} > "$out/pipewire.md"
+for n in $scale_apps; do
+    logged=$(wc -l < "$router_log")
+    measure_callbacks "$n"
+    running=$(tail -n +$((logged + 1)) "$router_log" | { grep 'jack=' || true; } | tail -1)
+    if [[ $running != *jack=PipeWire* || $running != *period=$period* || $running != *rate=$rate* ]]; then
+        echo "bench: the router did not run on PipeWire at $period frames, $rate Hz: ${running:-no running line} ($router_log)" >&2
+        exit 1
+    fi
+    xruns=$(tail -n +$((logged + 1)) "$router_log" | { grep -o 'total=[0-9]*' || true; } | tail -1)
+    xruns=${xruns:-total=0}
+    echo "$n stereo apps on PipeWire: duckrouter $r_mean / $r_p99 / $r_max µs (process CPU $r_cpu µs/cycle, RSS $r_rss kB, xruns ${xruns#total=}), jack_mix_box $m_mean / $m_p99 / $m_max µs (process CPU $m_cpu µs/cycle, RSS $m_rss kB)"
+    echo "| $n | $r_mean / $r_p99 / $r_max | $r_cpu | $(mb "$r_rss") | $m_mean / $m_p99 / $m_max | $m_cpu | $(mb "$m_rss") |" >> "$out/pipewire.md"
+    echo "$n $r_mean $r_p99 $r_max $r_cpu ${m_mean/-/NaN} ${m_p99/-/NaN} ${m_max/-/NaN} ${m_cpu/-/NaN}" >> "$out/pipewire.dat"
+done
 fi
 echo "Markdown rows for docs/PERFORMANCE.md: $out/*.md"
