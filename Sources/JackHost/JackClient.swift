@@ -139,8 +139,12 @@ public final class JackClient {
     public func close() {
         if let client {
             if isActive { jack_deactivate(client) }
-            // The latency callback must not look at ports being unregistered.
-            context?.takeUnretainedValue().latency.withLock { $0 = LatencyPlan() }
+            // The latency callback must not look at ports being unregistered, nor a range worked
+            // out before be set on them; nothing queued may outlive the client.
+            if let context = context?.takeUnretainedValue() {
+                context.latency.withLock { $0 = LatencyPlan(generation: $0.generation &+ 1) }
+                context.drain()
+            }
             if !shutdownNotice.pointee.isServerGone {
                 for port in registered.reversed() { jack_port_unregister(client, port.pointer) }
             }
@@ -196,11 +200,15 @@ public final class JackClient {
     /// latency now (a server round trip that calls every client): only when what is added changes.
     /// Ports coming and going need none: JACK recomputes when they are connected or disconnected.
     public func setLatencies(inputs: [JackPort], outputs: [(port: JackPort, added: UInt32)], recompute: Bool = false) {
-        guard let context, let client else { return }
-        let plan = LatencyPlan(inputs: inputs.map { UInt(bitPattern: $0.pointer) },
+        guard let context, client != nil else { return }
+        var plan = LatencyPlan(inputs: inputs.map { UInt(bitPattern: $0.pointer) },
                                outputs: outputs.map { (UInt(bitPattern: $0.port.pointer), $0.added) })
-        context.takeUnretainedValue().latency.withLock { $0 = plan }
-        if recompute && isActive { jack_recompute_total_latencies(client) }
+        let callbacks = context.takeUnretainedValue()
+        callbacks.latency.withLock {
+            plan.generation = $0.generation &+ 1
+            $0 = plan
+        }
+        if recompute && isActive { callbacks.recompute() }
     }
 
     /// The capture latency range (frames) JACK reports for the port named `fullName`: how long

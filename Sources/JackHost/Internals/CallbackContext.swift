@@ -17,6 +17,9 @@ final class CallbackContext: @unchecked Sendable {
     /// On PipeWire's libjack the latency callback's ranges are set from `latencySetter`, after
     /// the callback has returned (`setLater`); on JACK2 inside the callback, as JACK's API asks.
     let setsLatencyLater = JackLibrary.loaded == .pipewire
+    /// Every call of ours that PipeWire's libjack turns into work for its loop (setting a range,
+    /// asking for a recompute) is made from this one queue: 0.3.65 queues that work in a ring
+    /// with room for one writer, so two threads of ours must never write at once.
     private let latencySetter = DispatchQueue(label: "duckrouter.jack-latency")
 
     init(client: OpaquePointer, handler: @escaping @Sendable (JackEvent) -> Void) {
@@ -24,23 +27,39 @@ final class CallbackContext: @unchecked Sendable {
         self.handler = handler
     }
 
-    /// Sets `ranges` soon, off JACK's thread, for the ports the plan then in force still holds.
+    /// Sets `ranges`, worked out under the plan of `generation`, soon and off JACK's thread, if
+    /// that plan is still in force then.
     ///
     /// PipeWire's libjack (0.3.65) calls the latency callback from its loop thread holding the
     /// client's `rt_lock`; `jack_port_set_latency_range` made there runs the loop's pending work in
     /// place, and pending work that calls a callback takes `rt_lock` again: the thread waits on
     /// itself for good, and every later request of the client with it (`LatencyCallbackTests`).
     /// Made from another thread the same call only queues the update for the loop. A port is
-    /// touched only under the plan's lock, and only while the plan holds it: `setLatencies`
-    /// swaps the plan under that lock before a port is unregistered, and `close` empties it.
-    func setLater(_ ranges: [LatencySetting]) {
+    /// touched only under the plan's lock and only while the plan it was worked out for is in
+    /// force: `setLatencies` swaps the plan (a new generation) under that lock before a port is
+    /// unregistered, and `close` empties it, so a port freed (or its memory reused) is never set.
+    func setLater(_ ranges: [LatencySetting], generation: UInt64) {
         latencySetter.async { [self] in
             latency.withLock { plan in
-                let live = Set(plan.inputs).union(plan.outputs.map(\.port))
-                for setting in ranges where live.contains(setting.port) { setting.apply() }
+                guard plan.generation == generation else { return }
+                for setting in ranges { setting.apply() }
             }
         }
     }
+
+    /// Asks JACK to recompute every latency: at once on JACK2; on PipeWire from `latencySetter`,
+    /// after any range still to set (see there). The client must stay open until `drain()`.
+    func recompute() {
+        guard setsLatencyLater else {
+            jack_recompute_total_latencies(client)
+            return
+        }
+        let client = Handover(client)
+        latencySetter.async { jack_recompute_total_latencies(client.value) }
+    }
+
+    /// Returns once everything queued on `latencySetter` has run: before the client closes.
+    func drain() { latencySetter.sync {} }
 
     static func from(_ arg: UnsafeMutableRawPointer?) -> CallbackContext {
         Unmanaged<CallbackContext>.fromOpaque(arg!).takeUnretainedValue()
@@ -89,6 +108,14 @@ let xrunCallback: JackXRunCallback = { arg in
 struct LatencyPlan: Sendable {
     var inputs: [UInt] = []                         // jack_port_t * bit patterns
     var outputs: [(port: UInt, added: UInt32)] = []
+    /// Which plan this is: every plan set gets a new one (`JackClient.setLatencies`).
+    var generation: UInt64 = 0
+}
+
+/// A pointer handed to a queue that uses it while its owner keeps it valid.
+struct Handover<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 /// Reports the router's latencies (jack_set_latency_callback): every output hears every input,
@@ -102,7 +129,7 @@ let latencyCallback: JackLatencyCallback = { mode, arg in
     context.latency.withLock { plan in
         let ranges = latencyRanges(plan, mode: mode)
         if context.setsLatencyLater {
-            context.setLater(ranges)
+            context.setLater(ranges, generation: plan.generation)
         } else {
             for setting in ranges { setting.apply() }
         }
