@@ -100,8 +100,12 @@ struct StateDocument: Encodable {
     }
 
     struct EngineCounters: Encodable {
-        /// `connected`, or `disconnected` while the JACK server is away.
+        /// `connected` while the server runs the router's cycles; `stalled` while it is connected
+        /// but has run none for over half a second (the watchdog gives it up after 2 s);
+        /// `disconnected` while the JACK server is away.
         var jack: String
+        /// Seconds since the last cycle (only while stalled).
+        var jackStalledSeconds: Double?
         /// Seconds since the server went away (only while it is away).
         var jackAwaySeconds: Double?
         var reconnects: Int
@@ -160,7 +164,8 @@ struct StateDocument: Encodable {
                             interruptions: status.outsideInterruptions, nowPlaying: status.nowPlaying,
                             subscribers: subscribers, meterSubscribers: meterSubscribers)
         let budget = 1_000_000 * Double(status.bufferSize) / Double(max(status.sampleRate, 1))
-        engine = EngineCounters(jack: status.jackConnected ? "connected" : "disconnected",
+        engine = EngineCounters(jack: !status.jackConnected ? "disconnected" : status.jackStalledSeconds == nil ? "connected" : "stalled",
+                                jackStalledSeconds: status.jackStalledSeconds.map { ($0 * 10).rounded() / 10 },
                                 jackAwaySeconds: status.jackDisconnectedSeconds.map { ($0 * 10).rounded() / 10 },
                                 reconnects: status.reconnects,
                                 processTime: ProcessTime(status.processTime, budget: budget),

@@ -8,8 +8,9 @@ import JackHost
 /// Owns: the client, its epoch, the reconnect schedule and its counters. Must not touch: ports,
 /// plans or the policy (the router attaches a client it is handed). Control queue only, except
 /// `jack_client_open`, which runs on the `connector` queue with nothing but the immutable
-/// `Parameters`, so a slow server never holds the control queue and no control state is read
-/// off it.
+/// `Parameters`, and the closing of a client given up on (`abandon`), which runs on the `closer`
+/// queue with nothing but that client, so a slow or hung server never holds the control queue and
+/// no control state is read off it.
 final class JackLink: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on the control queue `queue`; the
     // connector queue reads only `parameters` (immutable) through values captured before it runs.
@@ -28,6 +29,8 @@ final class JackLink: @unchecked Sendable {
     let parameters: Parameters
     private let queue: DispatchQueue
     private let connector = DispatchQueue(label: "duckrouter.reconnect")
+    /// Closes clients of a server that stopped answering (`abandon`), off the control queue.
+    private let closer = DispatchQueue(label: "duckrouter.jack-close")
     /// The JACK client; nil while the server is away.
     private(set) var client: JackClient?
     /// The epoch of `client`; every client opened gets the next one.
@@ -64,12 +67,28 @@ final class JackLink: @unchecked Sendable {
     /// Whether an event of that epoch comes from the current client.
     func isCurrent(epoch: Int) -> Bool { client != nil && epoch == self.epoch }
 
-    /// The server went away: closes the client and starts counting the time away.
-    func lose() {
-        client?.close()
-        client = nil
+    /// The server went away, or stopped running the client's cycles (`CycleWatchdog`): the
+    /// client is given up without waiting for the server, which may never answer again, and the
+    /// time away starts. It is closed on the `closer` queue (jack_client_close asks the server
+    /// first); `closed` runs on the control queue once it is, when no cycle of it can run any
+    /// more. Until then `keepAlive` (what its process callback points into) is held, and it is
+    /// let go on the control queue. `backOff`: keep lengthening the waits between attempts (a
+    /// client given up that never ran a cycle), rather than start again from the first.
+    func abandon(keepingAlive keepAlive: AnyObject, backOff: Bool, closed: @escaping () -> Void) {
+        guard let client else { return }
+        self.client = nil
         disconnectedSince = Date()
-        attempts = 0
+        if !backOff { attempts = 0 }
+        let kept = Handover(Unmanaged.passRetained(keepAlive))
+        let handover = Handover((client: client, closed: closed))
+        let queue = self.queue
+        closer.async {
+            handover.value.client.close()
+            queue.async {
+                handover.value.closed()
+                kept.value.release()
+            }
+        }
     }
 
     /// Forgets the client without counting a loss (stop, or a failed start on it).

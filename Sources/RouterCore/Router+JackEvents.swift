@@ -5,7 +5,8 @@ import JackHost
 
 /// The router's side of the JACK link: putting the control plane on a client (attach), taking it
 /// off (detach, loss), joining the server again, and following what JACK reports (ports coming
-/// and going, period and rate changes, xruns) plus the control queue's periodic housekeeping.
+/// and going, period and rate changes, xruns) plus the control queue's periodic housekeeping,
+/// which also watches that the server runs the client's cycles (`CycleWatchdog`).
 ///
 /// Owns no state of its own: it moves events from `JackLink` and the engine into the inventory,
 /// the patchbay, the policy and the publisher. Control queue only.
@@ -57,6 +58,7 @@ extension Router {
             detach()
             throw RouterError(error)
         }
+        watchdog.arm(cycles: engine.statistics.cycles, now: DispatchTime.now().uptimeNanoseconds)
         patchbay.connectRoutes(inventory.routes, on: opened)
         patchbay.connectInputs(inventory.input, on: opened)
         for app in inventory.apps { patchbay.connectSources(of: app, on: opened) }
@@ -72,22 +74,45 @@ extension Router {
     }
 
     /// The server shut the client down (jackd stopped or crashed). JACK's notification only flags
-    /// it, and housekeeping sees the flag; here the client is closed, the router keeps every setting and keeps answering, and
-    /// tries to join the server again with backoff.
+    /// it, and housekeeping sees the flag; here the client is given up, the router keeps every
+    /// setting and keeps answering, and tries to join the server again with backoff.
     func serverLost(_ reason: String) {
+        giveUpServer(reason, "the JACK server went away: \(reason)", backOff: false)
+    }
+
+    /// The server ran no cycle of the client for the watchdog's time while it was active: it hangs,
+    /// or it went away without calling either shutdown callback. The same as a loss; a client
+    /// given up that never ran a cycle keeps the waits between attempts growing.
+    func serverStalled(quiet: Double) {
+        let reason = String(format: "no process cycle for %.1f s", quiet)
+        giveUpServer(reason, "the JACK server stopped running the router's cycles (\(reason)): giving this client up",
+                     backOff: !watchdog.sawCycle)
+    }
+
+    /// Gives the client up: it is closed off the control queue (a hung server may never answer
+    /// the close, and the control queue must keep answering); once it is closed, its ports and
+    /// plans are forgotten and joining the server again starts.
+    private func giveUpServer(_ reason: String, _ message: String, backOff: Bool) {
         guard !stopped, link.client != nil else { return }
+        link.abandon(keepingAlive: engine, backOff: backOff) { [weak self] in
+            guard let self, !stopped else { return }
+            detach()
+            scheduleReconnect()
+        }
+        afterLoss(reason, message)
+    }
+
+    /// What follows every loss once the client is off: everyone told, timed changes applied now.
+    private func afterLoss(_ reason: String, _ message: String) {
+        watchdog.disarm()
         onJackConnection(false)
-        logger.error("the JACK server went away: \(reason); keeping the state and waiting for it to come back",
-                     metadata: ["server": "\(resolvedServerName)"])
-        link.lose()
-        detach()
+        logger.error("\(message); keeping the state and waiting for the server", metadata: ["server": "\(resolvedServerName)"])
         // Bundles timed on the lost server's frame clock cannot be placed on the next one.
         for entry in timed.takeAll() {
             do throws(RouterError) { entry.completion(.success(try performOnQueue(entry.changes))) } catch { entry.completion(.failure(error)) }
         }
         onNotification(.jack(connected: false, reason: reason))
         onServerLost(reason)
-        scheduleReconnect()
     }
 
     private func scheduleReconnect() {
@@ -219,6 +244,11 @@ extension Router {
         }
         // JACK's shutdown callback only raises a flag (it may run on the process thread).
         if let reason = link.client?.shutdownReason { serverLost(reason) }
+        // Some servers say nothing (a hung one; PipeWire without either callback): no cycle for
+        // the watchdog's time is taken as a loss too.
+        if let quiet = watchdog.check(cycles: engine.statistics.cycles, now: DispatchTime.now().uptimeNanoseconds, period: periodSeconds) {
+            serverStalled(quiet: quiet)
+        }
         guard let client = link.client else { return }
         engine.collectRetiredPlans()
         diagnostics.collectMeters(from: engine)

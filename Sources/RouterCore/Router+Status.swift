@@ -5,6 +5,12 @@ import Policy
 /// The status snapshot (/state, tests): gathered from each piece of the control plane on the
 /// control queue. Owns no state; changes nothing.
 extension Router {
+    /// A client that has run no cycle for this long (or four periods, if longer) shows as stalled.
+    static let stallReportSeconds = 0.5
+
+    /// One period, in seconds.
+    var periodSeconds: Double { Double(bufferSize) / Double(max(sampleRate, 1)) }
+
     /// What the router is doing now.
     public func status() -> RouterStatus {
         queue.sync {
@@ -13,6 +19,8 @@ extension Router {
             let sessions = policy.state.appsByName
             return RouterStatus(
                 client: clientName, server: resolvedServerName, jackConnected: link.client != nil,
+                jackStalledSeconds: watchdog.silence(cycles: statistics.cycles, now: DispatchTime.now().uptimeNanoseconds,
+                                                     threshold: max(Router.stallReportSeconds, 4 * periodSeconds)),
                 jackDisconnectedSeconds: link.disconnectedSince.map { Date().timeIntervalSince($0) }, reconnects: link.reconnects,
                 processTime: engine.processTimes.sinceStart.summary, recentProcessTime: engine.processTimes.recent.summary,
                 planQueueFull: publisher.planQueueFull, sampleRate: sampleRate, bufferSize: bufferSize,

@@ -40,6 +40,10 @@ public final class Router: @unchecked Sendable {
         /// Waits between attempts to reach a JACK server that went away: the first, doubling up to
         /// the last. The router never starts a server itself.
         public var reconnectDelays: (first: Double, maximum: Double) = (0.1, 1.0)
+        /// Seconds without a process cycle, while the client is active, after which the server
+        /// is given up as when it shuts the client down (`CycleWatchdog`; never less than four
+        /// periods); 0 turns the watchdog off.
+        public var watchdogSeconds: Double = 2
         /// Channels of an app registered at run time when the caller does not say.
         public var defaultChannelCount = 2
         /// Receives the state to keep (volumes, silent switch, selected route, ducking, apps)
@@ -78,6 +82,7 @@ public final class Router: @unchecked Sendable {
     var signals: SignalWatcher
     var keeper: StateKeeper
     var diagnostics = Diagnostics()
+    var watchdog: CycleWatchdog
     /// The client name JACK gave and the server it runs on.
     var clientName: String
     var resolvedServerName: String
@@ -106,6 +111,7 @@ public final class Router: @unchecked Sendable {
         onNotification = configuration.onNotification
         onJackConnection = configuration.onJackConnection
         keeper = StateKeeper(onSave: configuration.onSave)
+        watchdog = CycleWatchdog(timeout: configuration.watchdogSeconds)
         defaultChannelCount = configuration.defaultChannelCount
         let session = configuration.session
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds

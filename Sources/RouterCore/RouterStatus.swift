@@ -31,6 +31,10 @@ public struct RouterStatus: Sendable, Equatable {
     public var server: String
     /// Whether the router is on its JACK server now; while it is not, how long it has been away.
     public var jackConnected: Bool
+    /// While connected: how long no process cycle has run, once that is longer than half a second
+    /// (or four periods); nil while cycles run. The watchdog gives the server up after
+    /// `Router.Configuration.watchdogSeconds`.
+    public var jackStalledSeconds: Double?
     public var jackDisconnectedSeconds: Double?
     /// Times the router joined its server again after losing it.
     public var reconnects: Int

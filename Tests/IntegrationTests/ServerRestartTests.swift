@@ -183,4 +183,36 @@ struct ServerRestartTests {
         #expect(last.rssKB - first.rssKB < (ThreadSanitizer.isActive ? 65536 : 2048), "resident kB: \(samples.map(\.rssKB))")
         print("ServerRestartTests: music back after \(recoveries.map { String(format: "%.2f", $0) }) s; threads \(samples.map(\.threads)), fds \(samples.map(\.fds)), RSS kB \(samples.map(\.rssKB))")
     }
+
+    @Test("a hung server (frozen, no cycles, no answers): the control plane keeps answering, /state stops saying connected, and the router rejoins with the same settings once the server goes on")
+    func hungServer() throws {
+        let rig = try RestartRig()
+        #expect(try rig.ask("/app/music/volume", [.float(0.7)])?.path == "/reply")
+        let before = try #require(rig.state()["engine"] as? [String: Any])
+        #expect(before["jack"] as? String == "connected")
+        rig.server.suspend()
+        defer { rig.server.resume() }
+        // Between half a second and the watchdog's 2 s without a cycle: connected, but stalled.
+        try waitFor("/state to say jack: stalled while no cycle runs", timeout: 3) {
+            guard let engine = (try? rig.state())?["engine"] as? [String: Any] else { return false }
+            return engine["jack"] as? String == "stalled" && engine["jackStalledSeconds"] as? Double ?? 0 >= 0.5
+        }
+        try waitFor("the router to give the frozen server up", timeout: 6) {
+            ((try? rig.state())?["engine"] as? [String: Any])?["jack"] as? String == "disconnected"
+        }
+        // The control plane never waits on the frozen server.
+        #expect(try rig.ask("/app/music/volume", [.float(0.6)])?.path == "/reply")
+        rig.server.resume()
+        try waitFor("the router to rejoin the server", timeout: 10) {
+            guard let engine = (try? rig.state())?["engine"] as? [String: Any] else { return false }
+            return engine["jack"] as? String == "connected" && engine["reconnects"] as? Int == 1
+        }
+        try rig.waitForConnections()
+        // 0.5 amplitude sine (-9.03 dBFS RMS) at volume 0.6 (cubic: -13.3 dB).
+        let expected = -9.03 + 20 * log10(0.6 * 0.6 * 0.6)
+        try waitFor("music at the speaker at the volume set while the server was frozen") {
+            abs(rig.speakerLevel(seconds: 0.1) - expected) < 1
+        }
+        #expect(rig.daemon.isRunning)
+    }
 }

@@ -173,11 +173,25 @@ public final class JackServer: @unchecked Sendable {
         return launched
     }
 
+    /// Freezes the server (SIGSTOP), as a hung server would be: its clients get no cycles and
+    /// every request they make to it waits. `resume()` lets it go on.
+    public func suspend() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGSTOP)
+    }
+
+    /// Lets a suspended server go on (SIGCONT).
+    public func resume() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGCONT)
+    }
+
     public var isRunning: Bool { process.isRunning }
     public var processIdentifier: Int32 { process.processIdentifier }
 
     /// Stops jackd (SIGTERM, then SIGKILL after 5 s), waits for it, and gives the name back.
     public func stop() {
+        resume()
         process.stop()
         try? FileManager.default.removeItem(at: logFile)
         claim?.release()

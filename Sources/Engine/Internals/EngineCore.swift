@@ -138,6 +138,8 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
         _ = adoptNewPlans(core, at: cycleStart &+ UInt32(truncatingIfNeeded: frames), remaining: 0)
         if let plan = core.pointee.plan { silenceOutputs(core, plan: plan, frames: frames) }
         _ = core.pointee.oversizedCycles.add(1, ordering: .relaxed)
+        // Still a cycle: the control side's watchdog counts them to tell a running server.
+        _ = core.pointee.cycles.add(1, ordering: .releasing)
         return
     }
     takeMeterBlockIfNeeded(core)
