@@ -5,7 +5,7 @@ SESSION  ?= Sessions/default.json
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 
-.PHONY: all deps build release run test tsan bench fuzz soak clean
+.PHONY: all deps build release run test test-pipewire tsan bench fuzz soak clean
 
 all: build
 
@@ -22,11 +22,18 @@ release: deps
 run: release
 	@scripts/run.sh .build/release/duckrouter $(SESSION) $(ARGS)
 
-## Every test: unit tests, and integration tests against private jackd servers.
+## Every test: unit tests, and integration tests against private jackd servers; then the
+## integration suites (all but the soak) again on a private headless PipeWire (scripts/test-pipewire.sh).
 test: deps
 	@scripts/install-python-deps.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+	scripts/test-pipewire.sh
+
+## Suites on PipeWire's JACK: make test-pipewire FILTER=DaemonTests (default: every integration suite but the soak).
+test-pipewire: deps
+	$(SWIFT) build --build-tests
+	scripts/test-pipewire.sh $(if $(FILTER),--filter '$(FILTER)')
 
 ## The unit and integration suites under ThreadSanitizer: any report fails (scripts/tsan.sh).
 tsan: deps

@@ -92,7 +92,7 @@ fi
 
 # Which server the JACK programs below talk to: jackd, or PipeWire for the pipewire part.
 jack_impl=jackd
-pw_jack_library=/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack
+pw_jack_library=$(ls -d /usr/lib/*/pipewire-0.3/jack 2>/dev/null | head -n 1 || true)   # /usr/lib/<multiarch>/…
 
 start_jackd() {
     jackd -n "$server" -d dummy -r $rate -p $period > "$out/jackd.log" 2>&1 &

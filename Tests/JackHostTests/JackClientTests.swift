@@ -22,11 +22,12 @@ struct JackClientTests {
         #expect(client.sampleRate == 44100)
         #expect(client.bufferSize == 512)
         _ = try client.registerAudioPort("in", direction: .input)
-        #expect(observer.portExists("hosttest:in"))
+        // Another client hears of ports at once on jackd, a moment later on PipeWire.
+        try waitFor("the port to appear to another client") { observer.portExists("hosttest:in") }
         client.close()
         #expect(!client.isOpen)
         client.close()
-        #expect(!observer.portExists("hosttest:in"))
+        try waitFor("the port to leave the graph") { !observer.portExists("hosttest:in") }
     }
 
     @Test("opening on a server that does not exist fails with serverUnavailable, naming the server")
@@ -127,7 +128,13 @@ struct JackClientTests {
         _ = try client.registerAudioPort("music_in_1", direction: .input)
         #expect(client.setPrettyName(port, "Navigation (left)"))
         #expect(client.prettyName(of: "hosttest:nav_in_1") == "Navigation (left)")
-        #expect(client.prettyName(of: "hosttest:music_in_1") == nil)
+        if JackServer.Implementation.current == .jackd {
+            #expect(client.prettyName(of: "hosttest:music_in_1") == nil)
+        } else {
+            // PipeWire's libjack keeps port properties it heard of for the whole process, by an id
+            // a new server hands out again: an earlier test's server may have named that id.
+            #expect(client.prettyName(of: "hosttest:music_in_1") != "Navigation (left)")
+        }
         #expect(client.prettyName(of: "nobody:in") == nil)
     }
 

@@ -8,7 +8,14 @@ import Foundation
 public final class PipeWireServer: @unchecked Sendable {
     // @unchecked: `process` is changed only by kill9/restart/stop, which a test calls from one thread.
     /// PipeWire's JACK library, which replaces libjack for a process that loads it first.
-    public static let jackLibraryDirectory = "/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack"
+    /// `/usr/lib/<multiarch>/pipewire-0.3/jack` (x86_64-linux-gnu, aarch64-linux-gnu, …).
+    public static let jackLibraryDirectory: String = {
+        let lib = "/usr/lib"
+        let arches = (try? FileManager.default.contentsOfDirectory(atPath: lib)) ?? []
+        return arches.sorted().map { "\(lib)/\($0)/pipewire-0.3/jack" }
+            .first { FileManager.default.fileExists(atPath: $0 + "/libjack.so.0") }
+            ?? "\(lib)/x86_64-linux-gnu/pipewire-0.3/jack"
+    }()
     public static let binary = "/usr/bin/pipewire"
 
     public struct Failure: Error, CustomStringConvertible { public let description: String }
