@@ -41,15 +41,20 @@ struct PipeWireTests {
             (try? String(contentsOf: directory.appendingPathComponent("duckrouter.log"), encoding: .utf8)) ?? ""
         }
 
-        /// `/state`'s `engine` object.
-        func engine() throws -> [String: Any] {
+        /// `/state` as a JSON object.
+        func state() throws -> [String: Any] {
             let client = try OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: port))
             try client.send(OSCMessage("/state"))
             guard let reply = try client.receive(timeout: 2, until: { $0.path == "/reply" && $0.arguments.first == .string("/state") }),
                   case let .string(json) = reply.arguments[1],
-                  let state = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-                  let engine = state["engine"] as? [String: Any]
+                  let state = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
             else { throw Unexpected(description: "no /state") }
+            return state
+        }
+
+        /// `/state`'s `engine` object.
+        func engine() throws -> [String: Any] {
+            guard let engine = try state()["engine"] as? [String: Any] else { throw Unexpected(description: "no engine in /state") }
             return engine
         }
 
@@ -86,5 +91,16 @@ struct PipeWireTests {
         #expect(away.allSatisfy { $0.contains("PipeWire is not running") && !$0.contains("jackd") }, "\(away)")
         try server.restart()
         try waitFor("the router to rejoin", timeout: 10) { (try? daemon.engine())?["jack"] as? String == "connected" }
+    }
+
+    @Test("PIPEWIRE_QUANTUM=128/48000 in the router's environment, as the README says: it runs 128-frame periods, not PipeWire's 1024")
+    func quantumFromEnvironment() throws {
+        let server = try PipeWireServer(quantum: 128)
+        let daemon = try Daemon(on: server)
+        try waitFor("cycles to run") { (try? daemon.cycles()) ?? 0 > 10 }
+        let settings = try #require(try daemon.state()["settings"] as? [String: Any])
+        #expect(settings["period"] as? Int == 128)
+        #expect(settings["sampleRate"] as? Int == 48000)
+        #expect(daemon.log.contains("period=128"), "\(daemon.log)")
     }
 }
