@@ -272,6 +272,8 @@ struct Run: ParsableCommand {
                 throw ExitCode(1)
             }
             http = server
+        } else {
+            logger.info("HTTP off (http.port 0)")
         }
 
         let fileSession = FileSession(loaded)

@@ -148,4 +148,47 @@ struct HTTPControlTests {
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         #expect(text.contains("cannot listen for HTTP on 127.0.0.1:\(taken)"), "\(text)")
     }
+
+    @Test("the session's http.port is where it listens, 0 turns it off, --http-port overrides it")
+    func sessionPort() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-httpport-\(getpid())-\(UUID().uuidString)")
+        let session = base.appendingPathExtension("json"), log = base.appendingPathExtension("log")
+        let state = base.appendingPathExtension("state.json")
+        defer { for file in [session, log, state] { try? FileManager.default.removeItem(at: file) } }
+
+        /// Runs the daemon on a session with `http` (its http.port) and `arguments`, without the
+        /// tests' usual --http-port 0, until `ready` says so; then stops it.
+        func run(http: UInt16, _ arguments: [String], ready: String, check: () throws -> Void) throws {
+            let osc = try OSCPorts.free()
+            try #"{"osc": {"port": \#(osc)}, "http": {"port": \#(http)}}"#.write(to: session, atomically: true, encoding: .utf8)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let daemon = Process()
+            daemon.executableURL = DaemonTests.binary
+            daemon.arguments = ["--server", server.name, "--state", state.path] + arguments + [session.path]
+            daemon.standardError = try FileHandle(forWritingTo: log)
+            daemon.standardOutput = FileHandle.nullDevice
+            try daemon.run()
+            defer { daemon.terminate(); finish(daemon) }
+            try waitForDaemon(daemon, port: osc, log: (try? String(contentsOf: log, encoding: .utf8)) ?? "", ready) {
+                ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains(ready)
+            }
+            try check()
+        }
+        let sessionPort = try OSCPorts.free()
+        try run(http: sessionPort, [], ready: "HTTP (OSCQuery) listening") {
+            #expect(((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("tcp=127.0.0.1:\(sessionPort)"))
+            let answer = try HTTPClient.get(port: sessionPort, "/?HOST_INFO")
+            #expect(answer.status == 200)
+        }
+        try run(http: 0, [], ready: "HTTP off (http.port 0)") {
+            #expect(!((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("HTTP (OSCQuery) listening"))
+        }
+        let override = try OSCPorts.free()
+        try run(http: 0, ["--http-port", "\(override)"], ready: "HTTP (OSCQuery) listening") {
+            let answer = try HTTPClient.get(port: override, "/app?CONTENTS")
+            #expect(answer.status == 200)
+        }
+    }
 }
