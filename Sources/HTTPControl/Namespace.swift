@@ -81,7 +81,7 @@ public struct Namespace {
                    type: "sffff", access: .readWrite, valueOf: "\(base)/activation",
                    range: [Range(values: Activation.allCases.map(\.rawValue)), Range(minimum: -120, maximum: 0), Range(minimum: 0, maximum: 10000),
                            Range(minimum: 0, maximum: 60000), Range(minimum: 0, maximum: 40)],
-                   unit: ["", "gain.db", "time.millisecond", "time.millisecond", "gain.db"]),
+                   unit: [nil, "gain.db", "time.millisecond", "time.millisecond", "gain.db"]),
             method("\(base)/remote", "remote commands the app handles, comma-separated",
                    type: "s", access: .readWrite, valueOf: "\(base)/remote"),
             method("\(base)/notify", "where the app's notifications go: osc.udp://host:port/ or osc.tcp://host:port/ (\"\" for none)",
@@ -162,7 +162,7 @@ public struct Namespace {
     /// A method node; `valueOf` names the OSC query path whose reply is its VALUE, cut to its TYPE
     /// (`/system/volume` replies f volume, s route: the VALUE is the volume).
     private func method(_ path: String, _ description: String, type: String? = nil, access: OSCQueryNode.Access,
-                        valueOf query: String? = nil, range: [OSCQueryNode.Range]? = nil, unit: [String]? = nil) -> OSCQueryNode {
+                        valueOf query: String? = nil, range: [OSCQueryNode.Range]? = nil, unit: [String?]? = nil) -> OSCQueryNode {
         var value: [OSCQueryNode.Value]?
         if let query, let type, let reply = answer(query) {
             value = Self.values(reply, matching: type)

@@ -56,12 +56,13 @@ public struct OSCQueryNode: Sendable, Equatable {
     public var access: Access
     public var value: [Value]?
     public var range: [Range]?
-    public var unit: [String]?
+    /// One unit per type tag (nil entries: that value has none, encoded as JSON null).
+    public var unit: [String?]?
     /// Children by name (nil: a method, no CONTENTS).
     public var contents: [String: OSCQueryNode]?
 
     public init(fullPath: String, description: String, type: String? = nil, access: Access = .none,
-                value: [Value]? = nil, range: [Range]? = nil, unit: [String]? = nil,
+                value: [Value]? = nil, range: [Range]? = nil, unit: [String?]? = nil,
                 contents: [String: OSCQueryNode]? = nil) {
         self.fullPath = fullPath
         self.description = description
@@ -73,10 +74,24 @@ public struct OSCQueryNode: Sendable, Equatable {
         self.contents = contents
     }
 
-    /// A container of `children`.
+    /// A container of `children`. Two children of one name become one node: OSC has both
+    /// `/app/register` (a method) and `/app/register/volume` when an app is named `register`
+    /// (likewise a route named `select`), and OSCQuery lets a node be a method with CONTENTS.
     public static func container(_ fullPath: String, _ description: String, _ children: [OSCQueryNode]) -> OSCQueryNode {
         OSCQueryNode(fullPath: fullPath, description: description,
-                     contents: Dictionary(children.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }))
+                     contents: Dictionary(children.map { ($0.name, $0) }, uniquingKeysWith: { $0.merged(with: $1) }))
+    }
+
+    /// This node with `other`'s children added, and `other`'s method attributes where this has none.
+    func merged(with other: OSCQueryNode) -> OSCQueryNode {
+        var node = self
+        if node.type == nil && node.access == .none {
+            (node.type, node.access, node.value, node.range, node.unit) = (other.type, other.access, other.value, other.range, other.unit)
+        }
+        if let children = other.contents {
+            node.contents = (node.contents ?? [:]).merging(children) { $0.merged(with: $1) }
+        }
+        return node
     }
 
     /// The last component of the path ("" for the root).
@@ -101,6 +116,14 @@ public struct OSCQueryNode: Sendable, Equatable {
         return object
     }
 
+    /// The answer to `?<attribute>`: `{"<attribute>": …}`; `{}` for the VALUE of a readable node
+    /// that has none now (OSCQueryProposal); nil when the node has no such attribute (HTTP 204).
+    public func attributeAnswer(_ attribute: Attribute) -> [String: Any]? {
+        if let value = jsonValue(of: attribute) { return [attribute.rawValue: value] }
+        if attribute == .value, access == .readOnly || access == .readWrite { return [:] }
+        return nil
+    }
+
     /// One attribute as a JSON value, or nil when the node does not have it.
     public func jsonValue(of attribute: Attribute) -> Any? {
         switch attribute {
@@ -111,17 +134,18 @@ public struct OSCQueryNode: Sendable, Equatable {
         // A method with no value and no arguments says ACCESS 0; a container says nothing.
         case .access: return contents != nil && type == nil ? nil : access.rawValue
         case .value: return value.map { $0.map(Self.json) }
+        // An entry a value does not have is JSON null (OSCQueryProposal: a placeholder).
         case .range:
             return range.map { entries in
-                entries.map { entry -> [String: Any] in
+                entries.map { entry -> Any in
                     var object: [String: Any] = [:]
                     if let minimum = entry.minimum { object["MIN"] = minimum }
                     if let maximum = entry.maximum { object["MAX"] = maximum }
                     if let values = entry.values { object["VALS"] = values }
-                    return object
+                    return object.isEmpty ? NSNull() : object
                 }
             }
-        case .unit: return unit
+        case .unit: return unit.map { $0.map { $0 ?? NSNull() as Any } }
         }
     }
 

@@ -100,13 +100,49 @@ struct NamespaceTests {
         let music = try #require(root.node(at: "/app/music")).jsonObject()
         #expect(music["ACCESS"] == nil && music["TYPE"] == nil && (music["CONTENTS"] as? [String: Any])?.count == 10)
         let category = try #require(root.node(at: "/app/music/category")).jsonObject()
-        let ranges = try #require(category["RANGE"] as? [[String: Any]])
-        #expect(ranges.count == 3 && (ranges[0]["VALS"] as? [String]) == Category.allCases.map(\.rawValue) && ranges[1].isEmpty)
+        let ranges = try #require(category["RANGE"] as? [Any])
+        #expect(ranges.count == 3 && ((ranges[0] as? [String: Any])?["VALS"] as? [String]) == Category.allCases.map(\.rawValue))
+        #expect(ranges[1] is NSNull, "a value with no range has a JSON null placeholder, not {}: \(ranges[1])")
+        let activation = try #require(root.node(at: "/app/music/activation")).jsonObject()
+        let units = try #require(activation["UNIT"] as? [Any])
+        #expect(units.count == 5 && units[0] is NSNull && units[1] as? String == "gain.db", "a value with no unit is null, not \"\": \(units)")
         #expect(try #require(root.node(at: "/duck/attack")).jsonObject()["UNIT"] as? [String] == ["time.millisecond"])
         let activate = try #require(root.node(at: "/app/music/activate")).jsonObject()
         #expect(activate["ACCESS"] as? Int == 0 && activate["VALUE"] == nil)
         #expect(try #require(root.node(at: "/app")).jsonValue(of: .value) == nil)
         // The whole tree encodes.
         #expect(try JSONSerialization.data(withJSONObject: root.jsonObject()).count > 1000)
+    }
+
+    @Test("?VALUE of a readable node with no value now is {}; of a command or a container, no content (204)")
+    func valueQueries() throws {
+        let root = build()
+        let nav = try #require(root.node(at: "/app/nav/volume"))
+        #expect(nav.access == .readWrite && nav.value == nil)
+        #expect(try #require(nav.attributeAnswer(.value)) as NSDictionary == [:], "no value yet: an empty object (OSCQueryProposal)")
+        #expect(try #require(root.node(at: "/app/music/volume")?.attributeAnswer(.value)) as NSDictionary == ["VALUE": [0.8]])
+        #expect(root.node(at: "/app/music/activate")?.attributeAnswer(.value) == nil)
+        #expect(root.node(at: "/app")?.attributeAnswer(.value) == nil)
+        #expect(root.node(at: "/app/music/activate")?.attributeAnswer(.type) == nil)
+        #expect(root.node(at: "/app/register")?.attributeAnswer(.value) == nil, "write-only: no content")
+    }
+
+    @Test("an app named register and a route named select keep their nodes beside /app/register and /route/select")
+    func namesThatAreAlsoMethods() throws {
+        let answers = Answers()
+        answers.replies["/app/register/volume"] = [.float(0.25)]
+        answers.replies["/route/select/available"] = [.int32(1)]
+        let root = Namespace(apps: [.init(name: "register", state: "inactive"), .init(name: "music", state: "active")],
+                             routes: [.init(name: "select", volume: 0.5), .init(name: "speaker", volume: 0.5)],
+                             answer: answers.answer).build()
+        let register = try #require(root.node(at: "/app/register"))
+        #expect(register.type == "ss" && register.access == .writeOnly, "still the register method")
+        #expect(root.node(at: "/app/register/volume")?.value == [.float(0.25)], "and the app's container")
+        #expect(Set(try #require(root.node(at: "/app")?.contents).keys) == ["register", "music"])
+        let select = try #require(root.node(at: "/route/select"))
+        #expect(select.type == "s" && select.access == .readWrite && select.value == [.string("speaker")])
+        #expect(root.node(at: "/route/select/available")?.value == [.int(1)] && root.node(at: "/route/select/volume") != nil)
+        let json = register.jsonObject()
+        #expect(json["TYPE"] as? String == "ss" && (json["CONTENTS"] as? [String: Any])?["volume"] != nil)
     }
 }
