@@ -16,6 +16,10 @@ import SessionStore
 /// control queue or the audio thread. What a request reads comes through `ControlServer.read`,
 /// which runs on the OSC server's thread exactly as an OSC query does (same decoder, same
 /// answers); the request waits for it without holding a thread. Nothing here changes state.
+///
+/// The daemon starts it (binds the port) before the router, so a taken port is known before JACK
+/// ports are made, and attaches the control server once OSC runs; until then, and once OSC has
+/// stopped, requests that need the control plane get 503.
 public final class HTTPControlServer: Sendable {
     public struct Configuration: Sendable {
         /// Where to listen (the session's `osc.bind`, or `--osc-bind`).
@@ -24,13 +28,19 @@ public final class HTTPControlServer: Sendable {
         public var port = 9952
         /// Who may ask at all (`osc.allow`); anyone else gets 403.
         public var allow: [NetworkRange] = []
-        /// Limits that keep one client from holding memory: a request body (GETs have none
-        /// worth reading), the header block, header fields, connections, idle time.
+        /// Limits that keep one client from holding memory or slots: a request body (GETs have none
+        /// worth reading), the header block, header fields, connections admitted at once.
         public var maximumBodyBytes = 1024
         public var maximumHeaderBytes = 16 * 1024
         public var maximumHeaderFields = 100
         public var maximumConnections = 64
-        public var idleTimeoutSeconds: Int64 = 30
+        /// An admitted connection must get from acceptance, a request's head or a response's
+        /// end to the next of these within this time, or it is closed (slow or endless requests,
+        /// peers that do not read, idle keep-alive).
+        public var exchangeTimeoutSeconds: Int64 = 10
+        /// A refused or turned-away connection (403, 503) is closed this long after acceptance
+        /// if it has not sent a request to be answered.
+        public var refusalTimeoutSeconds: Int64 = 2
 
         public init() {}
 
@@ -43,14 +53,18 @@ public final class HTTPControlServer: Sendable {
     }
 
     public let configuration: Configuration
-    private let control: ControlServer
+    private let control = AttachedControl()
     private let logger: Logger
     private let running = LockedTask()
 
-    public init(configuration: Configuration, control: ControlServer, logger: Logger = Logger(label: "duckrouter.http")) {
+    public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter.http")) {
         self.configuration = configuration
-        self.control = control
         self.logger = logger
+    }
+
+    /// Gives requests the control server to read from (before this: 503).
+    public func attach(_ control: ControlServer) {
+        self.control.set(control)
     }
 
     /// Starts listening and returns once the port is bound; throws when it cannot be.
@@ -63,12 +77,18 @@ public final class HTTPControlServer: Sendable {
         // Hummingbird logs every request at debug and its own start at info; ours says where.
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)
+        // No availableConnectionsDelegate: it stops accepting at the limit, which leaves the next
+        // peers in the kernel's backlog unanswered. The gate accepts them and answers 503.
+        let rules = ConnectionGate.Rules(allow: configuration.allow, maximumConnections: configuration.maximumConnections,
+                                         exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds),
+                                         refusalTimeout: .seconds(configuration.refusalTimeoutSeconds), logger: logger)
+        let slots = ConnectionSlots()
         let application = Application(
             responder: responder,
-            server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds), httpDecoderConfiguration: decoder)),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGate(rules: rules, slots: slots)],
+                                                httpDecoderConfiguration: decoder)),
             configuration: ApplicationConfiguration(address: .hostname(configuration.bind, port: configuration.port),
-                                                    serverName: "duckrouter",
-                                                    availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)),
+                                                    serverName: "duckrouter"),
             onServerRunning: { _ in outcome.set(nil) },
             logger: quiet)
         // No signals: the daemon's own signal thread stops it, through stop().
@@ -129,6 +149,15 @@ private final class StartOutcome: @unchecked Sendable {
         semaphore.wait()
         return lock.withLock { state.failure }
     }
+}
+
+/// The control server requests read from, once the daemon has one.
+final class AttachedControl: @unchecked Sendable {
+    // @unchecked: `control` is read and written only under `lock`.
+    private let lock = NSLock()
+    private var control: ControlServer?
+    func set(_ control: ControlServer) { lock.withLock { self.control = control } }
+    func get() -> ControlServer? { lock.withLock { control } }
 }
 
 /// The server's task and service group, taken once by `stop()`.

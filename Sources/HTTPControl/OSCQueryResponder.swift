@@ -20,14 +20,16 @@ struct HTTPRequestContext: RequestContext {
     }
 }
 
-/// Answers every request (docs/HTTP.md): 403 outside `osc.allow`, 413 for a body over the
-/// limit, 405 for methods other than GET and HEAD, then OSCQuery: the namespace at `/` and every
-/// path, `?HOST_INFO`, `?<ATTRIBUTE>`; 404 for unknown paths, 400 for bad queries, 204 for an
-/// attribute the node does not have.
+/// Answers every request the connection gate lets through (docs/HTTP.md; peers outside
+/// `osc.allow` never get here): 413 for a body over the limit, 405 for methods other than GET and
+/// HEAD, then OSCQuery: `?HOST_INFO` on any path, the namespace at `/` and every path,
+/// `?<ATTRIBUTE>`; 404 for unknown paths, 400 for bad queries, 204 for an attribute the node does
+/// not have, `{}` for the VALUE of a readable node that has none now; 503 while the control
+/// plane cannot be read (starting, stopping). The gate strips bodies from answers to HEAD.
 struct OSCQueryResponder: HTTPResponder {
     typealias Context = HTTPRequestContext
 
-    let control: ControlServer
+    let control: AttachedControl
     let configuration: HTTPControlServer.Configuration
     let logger: Logger
 
@@ -40,10 +42,6 @@ struct OSCQueryResponder: HTTPResponder {
     ]
 
     func respond(to request: Request, context: HTTPRequestContext) async throws -> Response {
-        guard let peer = context.remoteAddress, allowed(peer) else {
-            logger.notice("refused HTTP from a sender outside osc.allow", metadata: ["peer": "\(context.remoteAddress.map { "\($0)" } ?? "unknown")"])
-            return text(.forbidden, "\(context.remoteAddress?.ipAddress ?? "this address") is not allowed to control this router (osc.allow)")
-        }
         // A body is read up to the limit and no further, whatever the method.
         do {
             _ = try await request.body.collect(upTo: configuration.maximumBodyBytes)
@@ -55,13 +53,7 @@ struct OSCQueryResponder: HTTPResponder {
             response.headers[.allow] = "GET, HEAD"
             return response
         }
-        let response = await answer(request, context: context)
-        if request.method == .head {
-            var head = Response(status: response.status, headers: response.headers)
-            head.headers[.contentLength] = response.headers[.contentLength]
-            return head
-        }
-        return response
+        return await answer(request, context: context)
     }
 
     private func answer(_ request: Request, context: HTTPRequestContext) async -> Response {
@@ -80,30 +72,30 @@ struct OSCQueryResponder: HTTPResponder {
             }
             asked = .attribute(attribute)
         }
-        let wildcard = configuration.bind == "0.0.0.0" || configuration.bind == "::"
-        let oscIP = wildcard ? (context.localAddress?.ipAddress ?? configuration.bind) : configuration.bind
-        let found: (node: OSCQueryNode?, client: String, oscPort: UInt16) = await control.read { reader in
-            (Namespace(reader).build().node(at: path), reader.status.client, reader.configuration.port)
-        }
-        guard let node = found.node else { return text(.notFound, "no such path: \(path.prefix(256))") }
-        switch asked {
-        case .node:
-            return json(node.jsonObject())
-        case .hostInfo:
+        guard let control = control.get() else { return unavailable }
+        if case .hostInfo = asked {
+            // The path is irrelevant to HOST_INFO (OSCQueryProposal), and it needs no namespace.
+            let wildcard = configuration.bind == "0.0.0.0" || configuration.bind == "::"
+            let oscIP = wildcard ? (context.localAddress?.ipAddress ?? configuration.bind) : configuration.bind
+            let host = control.hostInfo()
             return json([
-                "NAME": found.client, "EXTENSIONS": Self.extensions,
-                "OSC_IP": oscIP, "OSC_PORT": Int(found.oscPort), "OSC_TRANSPORT": "UDP",
+                "NAME": host.client, "EXTENSIONS": Self.extensions,
+                "OSC_IP": oscIP, "OSC_PORT": Int(host.oscPort), "OSC_TRANSPORT": "UDP",
             ] as [String: Any])
+        }
+        guard let found = await control.read({ reader in Namespace(reader).build().node(at: path) }) else { return unavailable }
+        guard let node = found else { return text(.notFound, "no such path: \(path.prefix(256))") }
+        switch asked {
+        case .node, .hostInfo:
+            return json(node.jsonObject())
         case let .attribute(attribute):
-            guard let value = node.jsonValue(of: attribute) else { return Response(status: .noContent) }
-            return json([attribute.rawValue: value])
+            guard let answer = node.attributeAnswer(attribute) else { return Response(status: .noContent) }
+            return json(answer)
         }
     }
 
-    private func allowed(_ peer: NIOCore.SocketAddress) -> Bool {
-        guard let host = peer.ipAddress, let port = peer.port,
-              let address = OSCTransport.SocketAddress(host: host, port: UInt16(clamping: port)) else { return false }
-        return configuration.allow.contains { $0.contains(address.bytes, port: address.port) }
+    private var unavailable: Response {
+        text(.serviceUnavailable, "the router is starting or stopping; try again")
     }
 
     private func json(_ object: Any) -> Response {

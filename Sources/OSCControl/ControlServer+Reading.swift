@@ -33,13 +33,23 @@ extension ControlServer {
     }
 
     /// Runs `body` on the OSC server's thread with a fresh reading of the state and returns what
-    /// it returns. The caller's thread waits (asynchronously) and never the control queue: the
-    /// status is one trip to it, the same as `/state` costs.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (Reader) -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            server.execute { [self] in
+    /// it returns, or nil when the OSC server has stopped (or stops before `body` runs): a caller
+    /// is never left waiting at shutdown. The caller's thread waits (asynchronously) and never the
+    /// control queue: the status is one trip to it, the same as `/state` costs.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Reader) -> T) async -> T? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+            // execute runs exactly one of the two closures, once.
+            server.execute({ [self] in
                 continuation.resume(returning: body(Reader(status: router.status(), server: self)))
-            }
+            }, ifStopped: {
+                continuation.resume(returning: nil)
+            })
         }
+    }
+
+    /// What OSCQuery's HOST_INFO names: the JACK client name and the OSC port. No reading of the
+    /// whole state (one short trip to the control queue for the name).
+    public func hostInfo() -> (client: String, oscPort: UInt16) {
+        (router.jackClientName(), configuration.port)
     }
 }

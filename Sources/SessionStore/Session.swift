@@ -35,6 +35,9 @@ public struct Session: Equatable, Sendable {
     public struct HTTPSettings: Equatable, Sendable {
         /// TCP port; 0 turns the HTTP server off.
         public var port: Int = 9952
+        /// Whether the file names the port (false: the default, which a second instance of the
+        /// daemon would also try; the daemon then runs without HTTP instead of failing).
+        public var isPortSet = false
         public init() {}
     }
 

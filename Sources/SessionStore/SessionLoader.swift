@@ -105,7 +105,10 @@ private struct Validator {
         }
         if let value = root["osc"] { session.osc = osc(value) }
         if let value = root["http"], let fields = object(value, "http", allowed: SessionLoader.fields["http"]!) {
-            if let v = fields["port"], let port = integer(v, "http.port", in: 0...65535) { session.http.port = port }
+            if let v = fields["port"], let port = integer(v, "http.port", in: 0...65535) {
+                session.http.port = port
+                session.http.isPortSet = true
+            }
         }
         if let value = root["routes"] { session.routes = routes(value) }
         if let value = root["input"], let input = object(value, "input", allowed: SessionLoader.fields["input"]!) {

@@ -203,6 +203,30 @@ struct Run: ParsableCommand {
             throw ExitCode(2)
         }
 
+        // OSCQuery over HTTP, on the OSC bind address and allow list (docs/HTTP.md). Bound before
+        // the router opens JACK ports, so a taken port stops nothing half-started. A port someone
+        // asked for (--http-port, the session's http.port) that cannot be opened is an error; the
+        // default one (which every instance would try) only turns HTTP off, with a warning.
+        var http: HTTPControlServer?
+        let httpPort = self.httpPort ?? loaded.http.port
+        let httpPortAsked = self.httpPort != nil || loaded.http.isPortSet
+        if httpPort != 0 {
+            let server = HTTPControlServer(configuration: .init(port: httpPort, osc: oscConfiguration),
+                                           logger: Logger(label: "duckrouter.http"))
+            do {
+                try server.start()
+                http = server
+            } catch where !httpPortAsked {
+                logger.warning("HTTP off: the default port \(httpPort) cannot be opened (\(error)); give each instance its own http.port")
+            } catch {
+                printError("duckrouter: \(error)")
+                nsm?.error(to: "/nsm/client/open", .general, "\(error)")
+                throw ExitCode(1)
+            }
+        } else {
+            logger.info("HTTP off (http.port 0)")
+        }
+
         // SIGINT, SIGTERM and SIGHUP are blocked in every thread (see the end of this file) and
         // taken by one thread with sigwait from before the router starts; the main thread stops
         // everything once start-up is over, so a signal that comes while it starts is kept, not
@@ -241,6 +265,7 @@ struct Run: ParsableCommand {
             router = try Router(configuration: configuration, logger: logger)
         } catch {
             printError("duckrouter: \(error)")
+            http?.stop()
             throw ExitCode(1)
         }
 
@@ -252,29 +277,13 @@ struct Run: ParsableCommand {
                                         logger: Logger(label: "duckrouter.osc"))
         } catch {
             printError("duckrouter: \(error)")
+            http?.stop()
             router.stop()
             throw ExitCode(1)
         }
         control.start()
 
-        // OSCQuery over HTTP, on the OSC bind address and allow list (docs/HTTP.md).
-        var http: HTTPControlServer?
-        let httpPort = self.httpPort ?? loaded.http.port
-        if httpPort != 0 {
-            let server = HTTPControlServer(configuration: .init(port: httpPort, osc: oscConfiguration), control: control,
-                                           logger: Logger(label: "duckrouter.http"))
-            do {
-                try server.start()
-            } catch {
-                printError("duckrouter: \(error)")
-                control.stop()
-                router.stop()
-                throw ExitCode(1)
-            }
-            http = server
-        } else {
-            logger.info("HTTP off (http.port 0)")
-        }
+        http?.attach(control)
 
         let fileSession = FileSession(loaded)
         reload.set { [sessionPath] in

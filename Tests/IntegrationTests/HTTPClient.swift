@@ -46,9 +46,25 @@ enum HTTPClient {
     /// Connects (from `source`, if given), writes `request` and reads until the server closes the
     /// connection or `timeout` passes.
     static func exchange(port: UInt16, _ request: Data, source: String? = nil, timeout: Double = 5) throws -> Data {
+        let fd = try connection(port: port, request, source: source, timeout: timeout)
+        defer { close(fd) }
+        var received = Data()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n <= 0 { break }
+            received.append(contentsOf: chunk[0..<n])
+        }
+        return received
+    }
+
+    /// Connects (from `source`, if given), writes `request` and returns the open socket, unread:
+    /// a peer that holds a connection. The caller closes it.
+    static func connection(port: UInt16, _ request: Data, source: String? = nil, timeout: Double = 5) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        var handedOver = false
+        defer { if !handedOver { close(fd) } }
         var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
@@ -82,13 +98,7 @@ enum HTTPClient {
             }
             return sent
         }
-        var received = Data()
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &chunk, chunk.count, 0)
-            if n <= 0 { break }
-            received.append(contentsOf: chunk[0..<n])
-        }
-        return received
+        handedOver = true
+        return fd
     }
 }

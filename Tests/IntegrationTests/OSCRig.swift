@@ -91,7 +91,7 @@ final class OSCRig {
         }
         try waitForDaemon(daemon, port: port, log: self.log, "OSC to answer") { (try? self.query("/route/select")) != nil }
         if http {
-            // The daemon starts its HTTP server just after OSC: wait for that too.
+            // HTTP is bound before the router starts and answers (not 503) once OSC runs: wait for that too.
             try waitForDaemon(daemon, port: port, log: self.log, "HTTP to answer") {
                 (try? HTTPClient.get(port: self.httpPort, "/?HOST_INFO"))?.status == 200
             }
