@@ -50,8 +50,8 @@ struct Check: ParsableCommand {
 
 /// The daemon: loads a session, runs the router until SIGINT or SIGTERM.
 ///
-/// Exit codes: 0 after a clean stop, 1 when no JACK server runs at start or the OSC or HTTP port
-/// cannot be opened (a server that goes away later is waited for), 2 when the session file is unreadable or invalid, 64 for bad command-line
+/// Exit codes: 0 after a clean stop, 1 when no JACK server runs at start or the OSC port or an
+/// HTTP port that was asked for cannot be opened (the default HTTP port taken turns HTTP off; a server that goes away later is waited for), 2 when the session file is unreadable or invalid, 64 for bad command-line
 /// arguments.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
