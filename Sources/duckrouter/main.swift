@@ -223,8 +223,6 @@ struct Run: ParsableCommand {
                 nsm?.error(to: "/nsm/client/open", .general, "\(error)")
                 throw ExitCode(1)
             }
-        } else {
-            logger.info("HTTP off (http.port 0)")
         }
 
         // SIGINT, SIGTERM and SIGHUP are blocked in every thread (see the end of this file) and
@@ -283,7 +281,13 @@ struct Run: ParsableCommand {
         }
         control.start()
 
-        http?.attach(control)
+        if let http {
+            http.attach(control)
+        } else if httpPort == 0 {
+            // Said here, not at the port check, so that a start that fails before (no JACK server)
+            // still says only why it failed.
+            logger.info("HTTP off (http.port 0)")
+        }
 
         let fileSession = FileSession(loaded)
         reload.set { [sessionPath] in
