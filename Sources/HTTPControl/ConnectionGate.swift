@@ -159,7 +159,7 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    // MARK: Responses (of admitted connections; a refusal is written above this gate)
+    // MARK: Responses of admitted connections (a refusal is written by `refuse`, from here down)
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard case .admitted = verdict else { return context.write(data, promise: promise) }
