@@ -17,6 +17,14 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The HTTP server for OSCQuery (DESIGN.md §7); no traits: neither swift-configuration
+        // nor the full-Foundation extras are used.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // NIOHTTPTypes: the HTTP parts the connection gate sees (already resolved through Hummingbird).
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // System libraries, found through pkg-config, with non-variadic shims.
@@ -48,6 +56,18 @@ let package = Package(
             "Engine", "OSCTransport", "Policy", "RouterCore", "SessionStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // OSCQuery over HTTP (DESIGN.md §7): the namespace document built from the control plane,
+        // served by Hummingbird off the control queue, through the same command path as OSC.
+        .target(name: "HTTPControl", dependencies: [
+            "OSCControl", "OSCTransport", "Policy", "SessionStore",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // Session files: loading and validation, the state file, and the NSM client.
         .target(name: "SessionStore", dependencies: ["Policy", "OSCTransport"]),
         // The control thread: turns the session and runtime changes into mix plans.
@@ -57,7 +77,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "duckrouter", dependencies: [
-            "RouterCore", "SessionStore", "JackHost", "OSCControl",
+            "RouterCore", "SessionStore", "JackHost", "OSCControl", "HTTPControl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -102,6 +122,7 @@ let package = Package(
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
         .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport"]),
         .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),
+        .testTarget(name: "HTTPControlTests", dependencies: ["HTTPControl", "OSCTransport", "Policy"]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport",
         ], exclude: ["Resources"]),

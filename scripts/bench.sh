@@ -227,7 +227,7 @@ measure() {
 router_runs=()
 mixbox_runs=()
 for run in $(seq "$runs"); do
-    .build/release/duckrouter --server "$server" --log-level warning "$out/bench-session.json" 2>>"$out/duckrouter.log" &
+    .build/release/duckrouter --server "$server" --log-level warning --http-port 0 "$out/bench-session.json" 2>>"$out/duckrouter.log" &
     pid=$!
     for _ in $(seq 100); do
         [ "$(jack_lsp -c "duckrouter:app${apps}_in_2" 2>/dev/null | grep -c feeder)" -ge 1 ] && break
@@ -310,7 +310,7 @@ print(json.dumps({
 PY
     rm -f "$out/proctime-router.txt"
     PROCTIME_OUT="$out/proctime-router.txt" LD_PRELOAD="$PWD/$out/proctime.so" \
-        .build/release/duckrouter --server "$server" --log-level "$router_log_level" --osc-port $(( 20000 + $$ % 20000 )) \
+        .build/release/duckrouter --server "$server" --log-level "$router_log_level" --http-port 0 --osc-port $(( 20000 + $$ % 20000 )) \
         "$out/scale-session.json" 2>>"$router_log" &
     pid=$!
     for _ in $(seq 100); do
@@ -385,7 +385,7 @@ print(json.dumps({"routes": [{"name": "speaker", "ports": ["oscbench_probe:in_1"
                   "apps": apps}, indent=1))
 PY
 oscport=$(( 20000 + $$ % 20000 ))
-.build/release/duckrouter --server "$server" --log-level warning --osc-port "$oscport" \
+.build/release/duckrouter --server "$server" --log-level warning --http-port 0 --osc-port "$oscport" \
     "$out/osc-session.json" 2>>"$out/duckrouter-osc.log" &
 pid=$!
 pids+=("$pid")

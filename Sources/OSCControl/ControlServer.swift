@@ -84,12 +84,12 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     public let configuration: Configuration
-    private let router: Router
+    let router: Router
     private let relay: NotificationRelay
     private let logger: Logger
-    private let server: OSCServer
+    let server: OSCServer
     private var owners: [String: Owner] = [:]
-    private var notifyTargets: [String: Target] = [:]
+    private(set) var notifyTargets: [String: Target] = [:]
     private var subscribers: [Target] = []
     private var meterTargets: [Target] = []
     private var malformed = 0
@@ -457,8 +457,9 @@ public final class ControlServer: @unchecked Sendable {
         return links.flatMap { [OSCArgument.int32(Int32($0.appChannel)), .string("\($0.route):\($0.routeChannel)")] }
     }
 
-    private func answer(_ query: ControlCommand.Query) throws(PolicyError) -> [OSCArgument] {
-        let state = router.policyState
+    /// The reply values of a query, read from `state` (by default the router's state now).
+    func answer(_ query: ControlCommand.Query, state given: PolicyState? = nil) throws(PolicyError) -> [OSCArgument] {
+        let state = given ?? router.policyState
         func app(_ name: String) throws(PolicyError) -> AppSession {
             guard let app = state.app(name) else { throw PolicyError(.unknownApp, "no app named '\(name)'") }
             return app

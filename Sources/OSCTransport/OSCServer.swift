@@ -78,7 +78,10 @@ public final class OSCServer: @unchecked Sendable {
     private let wakeWriter: Int32
     /// Not Synchronization's `Mutex`: TSan cannot see it on Linux (see JackHost's `Locked`).
     private let tasksLock = NSLock()
-    private var tasks: [@Sendable () -> Void] = []
+    /// Work handed in by other threads, with what to do instead if the server stops first.
+    private var tasks: [(work: @Sendable () -> Void, ifStopped: @Sendable () -> Void)] = []
+    /// False once `stop()` began: `execute` then refuses work instead of queueing it.
+    private var acceptsTasks = true
     private var connections: [Int: Connection] = [:]
     private var nextConnection = 1
     private var thread: Thread?
@@ -178,16 +181,30 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     /// Stops the thread and waits for it. Safe to call twice.
+    /// Work that was queued and never ran is told so (its `ifStopped` runs on the caller's thread).
     public func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        signalWake()
-        while !finished.load(ordering: .acquiring) { usleep(1000) }
+        if running.exchange(false, ordering: .acquiringAndReleasing) {
+            signalWake()
+            while !finished.load(ordering: .acquiring) { usleep(1000) }
+        }
+        let abandoned = tasksLock.withLock {
+            acceptsTasks = false
+            defer { tasks.removeAll() }
+            return tasks
+        }
+        for task in abandoned { task.ifStopped() }
     }
 
-    /// Runs `work` on the server thread, soon. Callable from any thread.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
-        tasksLock.withLock { tasks.append(work) }
-        signalWake()
+    /// Runs `work` on the server thread, soon. Callable from any thread. If the server has
+    /// stopped, or stops before `work` runs, `work` never runs and `ifStopped` runs instead (on
+    /// this thread or the one that stops it), so a caller waiting for `work` is never left waiting.
+    public func execute(_ work: @escaping @Sendable () -> Void, ifStopped: @escaping @Sendable () -> Void = {}) {
+        let queued = tasksLock.withLock {
+            guard acceptsTasks else { return false }
+            tasks.append((work, ifStopped))
+            return true
+        }
+        if queued { signalWake() } else { ifStopped() }
     }
 
     private func signalWake() {
@@ -235,12 +252,12 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     private func runTasks() {
-        let work = tasksLock.withLock { () -> [@Sendable () -> Void] in
+        let work = tasksLock.withLock {
             let taken = tasks
             tasks.removeAll(keepingCapacity: true)
             return taken
         }
-        for task in work { task() }
+        for task in work { task.work() }
     }
 
     private func receiveDatagrams() {

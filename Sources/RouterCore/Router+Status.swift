@@ -11,6 +11,12 @@ extension Router {
     /// One period, in seconds.
     var periodSeconds: Double { Double(bufferSize) / Double(max(sampleRate, 1)) }
 
+    /// The JACK client name the router has now (it may change when the server comes back); one
+    /// short trip to the control queue, none of `status()`'s gathering.
+    public func jackClientName() -> String {
+        queue.sync { clientName }
+    }
+
     /// What the router is doing now.
     public func status() -> RouterStatus {
         queue.sync {

@@ -8,6 +8,7 @@ public struct Session: Equatable, Sendable {
     /// Length of every gain ramp the engine makes when a level changes, in milliseconds.
     public var rampMilliseconds: Double = 20
     public var osc = OSCSettings()
+    public var http = HTTPSettings()
     public var routes: [Route] = []
     public var input = Input()
     /// Session-wide ducking and per-pair rules (the policy's own type).
@@ -27,6 +28,16 @@ public struct Session: Equatable, Sendable {
         public var allow: [String] = ["127.0.0.1/32", "::1/128"]
         /// Control surfaces that may also control apps registered by others.
         public var admin: [String] = []
+        public init() {}
+    }
+
+    /// The HTTP server (OSCQuery); it listens on `osc.bind` and admits only `osc.allow`.
+    public struct HTTPSettings: Equatable, Sendable {
+        /// TCP port; 0 turns the HTTP server off.
+        public var port: Int = 9952
+        /// Whether the file names the port (false: the default, which a second instance of the
+        /// daemon would also try; the daemon then runs without HTTP instead of failing).
+        public var isPortSet = false
         public init() {}
     }
 

@@ -5,8 +5,9 @@ import Policy
 public enum SessionLoader {
     /// The fields each kind of object may have (Sessions/schema.json must agree; a test checks).
     public static let fields: [String: Set<String>] = [
-        "session": ["client", "ramp", "osc", "routes", "input", "ducking", "apps", "volumes"],
+        "session": ["client", "ramp", "osc", "http", "routes", "input", "ducking", "apps", "volumes"],
         "osc": ["port", "bind", "allow", "admin"],
+        "http": ["port"],
         "route": ["name", "ports", "private", "builtIn", "lookahead"],
         "input": ["ports"],
         "ducking": ["level", "attack", "release", "rules"],
@@ -103,6 +104,12 @@ private struct Validator {
             session.rampMilliseconds = ms
         }
         if let value = root["osc"] { session.osc = osc(value) }
+        if let value = root["http"], let fields = object(value, "http", allowed: SessionLoader.fields["http"]!) {
+            if let v = fields["port"], let port = integer(v, "http.port", in: 0...65535) {
+                session.http.port = port
+                session.http.isPortSet = true
+            }
+        }
         if let value = root["routes"] { session.routes = routes(value) }
         if let value = root["input"], let input = object(value, "input", allowed: SessionLoader.fields["input"]!) {
             if let ports = input["ports"] { session.input.ports = strings(ports, "input.ports", portNames: true) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import HTTPControl
 import JackHost
 import Logging
 import OSCControl
@@ -49,8 +50,8 @@ struct Check: ParsableCommand {
 
 /// The daemon: loads a session, runs the router until SIGINT or SIGTERM.
 ///
-/// Exit codes: 0 after a clean stop, 1 when no JACK server runs at start or the OSC port cannot
-/// be opened (a server that goes away later is waited for), 2 when the session file is unreadable or invalid, 64 for bad command-line
+/// Exit codes: 0 after a clean stop, 1 when no JACK server runs at start or the OSC port or an
+/// HTTP port that was asked for cannot be opened (the default HTTP port taken turns HTTP off; a server that goes away later is waited for), 2 when the session file is unreadable or invalid, 64 for bad command-line
 /// arguments.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -79,6 +80,9 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("osc-bind"), help: "Address to listen on for OSC (default: the session's osc.bind, else 127.0.0.1; 0.0.0.0 for every interface).")
     var oscBind: String?
 
+    @Option(name: .customLong("http-port"), help: "TCP port for HTTP (OSCQuery), on the OSC bind address and allow list (default: the session's http.port, else 9952; 0 turns it off).")
+    var httpPort: Int?
+
     @Option(name: .customLong("state"), help: "Where run-time changes are kept (default: beside the session, Sessions/x.json → Sessions/x.state.json).")
     var statePath: String?
 
@@ -91,6 +95,9 @@ struct Run: ParsableCommand {
         }
         if let oscPort, !(1...65535).contains(oscPort) {
             throw ValidationError("--osc-port expects a port from 1 to 65535, got \(oscPort)")
+        }
+        if let httpPort, !(0...65535).contains(httpPort) {
+            throw ValidationError("--http-port expects a port from 1 to 65535, or 0 for none, got \(httpPort)")
         }
     }
 
@@ -196,6 +203,28 @@ struct Run: ParsableCommand {
             throw ExitCode(2)
         }
 
+        // OSCQuery over HTTP, on the OSC bind address and allow list (docs/HTTP.md). Bound before
+        // the router opens JACK ports, so a taken port stops nothing half-started. A port someone
+        // asked for (--http-port, the session's http.port) that cannot be opened is an error; the
+        // default one (which every instance would try) only turns HTTP off, with a warning.
+        var http: HTTPControlServer?
+        let httpPort = self.httpPort ?? loaded.http.port
+        let httpPortAsked = self.httpPort != nil || loaded.http.isPortSet
+        if httpPort != 0 {
+            let server = HTTPControlServer(configuration: .init(port: httpPort, osc: oscConfiguration),
+                                           logger: Logger(label: "duckrouter.http"))
+            do {
+                try server.start()
+                http = server
+            } catch where !httpPortAsked {
+                logger.warning("HTTP off: the default port \(httpPort) cannot be opened (\(error)); give each instance its own http.port")
+            } catch {
+                printError("duckrouter: \(error)")
+                nsm?.error(to: "/nsm/client/open", .general, "\(error)")
+                throw ExitCode(1)
+            }
+        }
+
         // SIGINT, SIGTERM and SIGHUP are blocked in every thread (see the end of this file) and
         // taken by one thread with sigwait from before the router starts; the main thread stops
         // everything once start-up is over, so a signal that comes while it starts is kept, not
@@ -234,6 +263,7 @@ struct Run: ParsableCommand {
             router = try Router(configuration: configuration, logger: logger)
         } catch {
             printError("duckrouter: \(error)")
+            http?.stop()
             throw ExitCode(1)
         }
 
@@ -245,10 +275,19 @@ struct Run: ParsableCommand {
                                         logger: Logger(label: "duckrouter.osc"))
         } catch {
             printError("duckrouter: \(error)")
+            http?.stop()
             router.stop()
             throw ExitCode(1)
         }
         control.start()
+
+        if let http {
+            http.attach(control)
+        } else if httpPort == 0 {
+            // Said here, not at the port check, so that a start that fails before (no JACK server)
+            // still says only why it failed.
+            logger.info("HTTP off (http.port 0)")
+        }
 
         let fileSession = FileSession(loaded)
         reload.set { [sessionPath] in
@@ -263,6 +302,7 @@ struct Run: ParsableCommand {
             }
             var notes = router.reload(from: fileSession.session, to: new)
             if new.osc != fileSession.session.osc { notes.append("OSC settings changed: restart to apply") }
+            if new.http != fileSession.session.http { notes.append("HTTP settings changed: restart to apply") }
             fileSession.session = new
             for note in notes { logger.warning("reload: \(note)") }
             logger.info("reloaded the session file", metadata: ["file": "\(sessionPath)"])
@@ -288,6 +328,7 @@ struct Run: ParsableCommand {
         // Not dispatchMain(): on Linux it leaves the main thread waiting in sigsuspend with every
         // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
         stopRequested.wait()
+        http?.stop()
         control.stop()
         router.stop()      // hands over a pending save
         saves.sync {}      // and waits for it to be written

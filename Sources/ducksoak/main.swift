@@ -86,7 +86,7 @@ struct DuckSoak: ParsableCommand {
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: duckrouter)
-        daemon.arguments = ["--server", server.name, "--state", stateFile.path, "--log-level", "notice", session.path]
+        daemon.arguments = ["--server", server.name, "--state", stateFile.path, "--log-level", "notice", "--http-port", "0", session.path]
         let log = try FileHandle(forWritingTo: logFile)
         defer { try? log.close() }
         daemon.standardError = log

@@ -25,10 +25,10 @@ struct DaemonTests {
         init(_ arguments: [String], ignoringSignals: Bool = false) throws {
             if ignoringSignals {
                 process.executableURL = URL(fileURLWithPath: "/bin/sh")
-                process.arguments = ["-c", "trap '' INT TERM; exec \"$0\" \"$@\"", DaemonTests.binary.path] + arguments
+                process.arguments = ["-c", "trap '' INT TERM; exec \"$0\" \"$@\"", DaemonTests.binary.path] + daemonArguments(arguments)
             } else {
                 process.executableURL = DaemonTests.binary
-                process.arguments = arguments
+                process.arguments = daemonArguments(arguments)
             }
             process.currentDirectoryURL = DaemonTests.repository
             process.standardError = stderr

@@ -174,7 +174,7 @@ struct HarnessTests {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let daemon = Process()
             daemon.executableURL = DaemonTests.binary
-            daemon.arguments = ["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"]
+            daemon.arguments = daemonArguments(["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"])
             daemon.currentDirectoryURL = DaemonTests.repository
             daemon.standardError = try FileHandle(forWritingTo: log)
             daemon.standardOutput = FileHandle.nullDevice

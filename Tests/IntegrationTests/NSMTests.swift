@@ -74,7 +74,7 @@ struct NSMTests {
                 defer { try? log.close() }
                 daemon = Process()
                 daemon.executableURL = DaemonTests.binary
-                daemon.arguments = ["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"]
+                daemon.arguments = daemonArguments(["--server", server.name, "--osc-port", "\(port)", "Sessions/default.json"])
                 daemon.currentDirectoryURL = DaemonTests.repository
                 daemon.environment = ProcessInfo.processInfo.environment.merging(["NSM_URL": "osc.udp://127.0.0.1:\(nsm.port)/"]) { $1 }
                 daemon.standardError = log

@@ -18,6 +18,9 @@ final class OSCRig {
     private(set) var daemon: Process
     /// The OSC port, free when the daemon started (written into the session file).
     private(set) var port: UInt16 = 0
+    /// The HTTP port (`--http-port`), free when the daemon started; 0: no HTTP server.
+    private(set) var httpPort: UInt16 = 0
+    private let http: Bool
     let sessionFile: URL
     private let sessionText: (UInt16) -> String
     private let stderrFile: URL
@@ -51,8 +54,11 @@ final class OSCRig {
         """
     }
 
-    /// `apps`: more apps (JSON objects, comma-separated) after music, nav and game.
-    init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "", input: [String] = []) throws {
+    /// `apps`: more apps (JSON objects, comma-separated) after music, nav and game; `http`: with
+    /// the HTTP server, on a free port of its own.
+    init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "", input: [String] = [],
+         http: Bool = false) throws {
+        self.http = http
         server = try JackServer(period: 256)
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
@@ -77,12 +83,19 @@ final class OSCRig {
             self.port = port
             try sessionText(port).write(to: sessionFile, atomically: true, encoding: .utf8)
         }
-        daemon = try launchDaemon(["--server", server.name, sessionFile.path], log: stderrFile)
+        if http { httpPort = try OSCPorts.free() }
+        daemon = try launchDaemon(["--server", server.name, "--http-port", "\(httpPort)", sessionFile.path], log: stderrFile)
         try waitForDaemon(daemon, port: port, log: self.log, "the router's connections") {
             recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
                 && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
         }
         try waitForDaemon(daemon, port: port, log: self.log, "OSC to answer") { (try? self.query("/route/select")) != nil }
+        if http {
+            // HTTP is bound before the router starts and answers (not 503) once OSC runs: wait for that too.
+            try waitForDaemon(daemon, port: port, log: self.log, "HTTP to answer") {
+                (try? HTTPClient.get(port: self.httpPort, "/?HOST_INFO"))?.status == 200
+            }
+        }
     }
 
     /// Kills the daemon with SIGKILL (no chance to save anything) and starts it again on the same
@@ -209,12 +222,19 @@ func finish(_ process: Process, timeout: Double = 10) {
 
 struct Unexpected: Error, CustomStringConvertible { let description: String }
 
+/// `arguments` for a test daemon: `--http-port 0` (no HTTP server) unless they name a port, so
+/// that test daemons never take the default 9952 (a second daemon, another run or `make run`
+/// would find it taken). Tests of the HTTP server pass a free port (`OSCPorts.free`).
+func daemonArguments(_ arguments: [String]) -> [String] {
+    arguments.first == "check" || arguments.contains("--http-port") ? arguments : arguments + ["--http-port", "0"]
+}
+
 /// Starts the built daemon with `arguments` (and `environment`, else the test's), its stderr
 /// appended to `log` (which must exist).
 func launchDaemon(_ arguments: [String], log: URL, environment: [String: String]? = nil) throws -> Process {
     let daemon = Process()
     daemon.executableURL = DaemonTests.binary
-    daemon.arguments = arguments
+    daemon.arguments = daemonArguments(arguments)
     if let environment { daemon.environment = environment }
     let handle = try FileHandle(forWritingTo: log)
     defer { try? handle.close() }
@@ -235,7 +255,8 @@ func waitForDaemon(_ daemon: Process, port: UInt16, log: @autoclosure () -> Stri
         if condition() { return }
         if !daemon.isRunning {
             let text = log()
-            if let line = text.split(separator: "\n").last(where: { $0.contains("cannot listen for OSC") }) {
+            // Either port taken (OSC's or HTTP's): the caller starts it again on others.
+            if let line = text.split(separator: "\n").last(where: { $0.contains("cannot listen for OSC") || $0.contains("cannot listen for HTTP") }) {
                 throw OSCPorts.InUse(port: port, detail: String(line))
             }
             throw Unexpected(description: "duckrouter exited with status \(daemon.terminationStatus) while waiting for \(what); its log:\n\(text)")

@@ -119,7 +119,7 @@ struct SessionSchemaTests {
         let ducking = top["ducking"]
         let rule = ((ducking?["properties"] as? [String: Any])?["rules"] as? [String: Any])?["items"]
         let found: [String: Set<String>] = [
-            "session": Set(top.keys), "osc": keys(top["osc"]), "route": keys(defs["route"]), "input": keys(top["input"]),
+            "session": Set(top.keys), "osc": keys(top["osc"]), "http": keys(top["http"]), "route": keys(defs["route"]), "input": keys(top["input"]),
             "ducking": keys(ducking), "duckingRule": keys(rule), "app": keys(defs["app"]), "volumes": keys(top["volumes"]),
             "signal": keys(((defs["app"] as? [String: Any])?["properties"] as? [String: Any])?["signal"]),
         ]

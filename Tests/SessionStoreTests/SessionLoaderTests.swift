@@ -23,6 +23,13 @@ struct SessionLoaderTests {
         let session = try parse("{}")
         #expect(session == Session())
         #expect(session.client == "duckrouter" && session.rampMilliseconds == 20 && session.osc.port == 9951)
+        #expect(session.http.port == 9952)
+    }
+
+    @Test("http.port: a port, or 0 for no HTTP server")
+    func httpPort() throws {
+        #expect(try parse(#"{"http": {"port": 8080}}"#).http.port == 8080)
+        #expect(try parse(#"{"http": {"port": 0}}"#).http.port == 0)
     }
 
     @Test("the shipped default session loads: a speaker route and example apps")
@@ -85,6 +92,12 @@ struct SessionLoaderTests {
         ("{\"apps\": [", "Sessions/test.json:1: not valid JSON: expected a value, found the end of the file (column 11)"),
         (#"{"apps": [{"name": "music", "category": "playbak"}]}"#,
          "Sessions/test.json:1 apps[0].category: expected one of ambient, soloAmbient, playback, record, playAndRecord, multiRoute, got 'playbak'"),
+        (#"{"http": {"port": 70000}}"#,
+         "Sessions/test.json:1 http.port: expected a whole number from 0 to 65535, got 70000"),
+        (#"{"http": {"port": "9952"}}"#,
+         "Sessions/test.json:1 http.port: expected a whole number from 0 to 65535, got '9952'"),
+        (#"{"http": {"bind": "0.0.0.0"}}"#,
+         "Sessions/test.json:1 http.bind: unknown field (expected one of port)"),
         (#"{"apps": [{"name": "music", "channels": "two"}]}"#,
          "Sessions/test.json:1 apps[0].channels: expected a whole number from 1 to 32, got 'two'"),
         (#"{"apps": [{"name": "a"}, {"name": "a"}]}"#,

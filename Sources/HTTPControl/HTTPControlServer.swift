@@ -1,0 +1,170 @@
+import Dispatch
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import OSCControl
+import OSCTransport
+import ServiceLifecycle
+import SessionStore
+
+/// The HTTP face of the router (DESIGN.md §7, docs/HTTP.md): OSCQuery over HTTP/1.1 on
+/// Hummingbird, bound to `osc.bind` and admitting only `osc.allow`, like OSC.
+///
+/// Threads: requests run on SwiftNIO's event loops and Swift's concurrency pool, never on the
+/// control queue or the audio thread. What a request reads comes through `ControlServer.read`,
+/// which runs on the OSC server's thread exactly as an OSC query does (same decoder, same
+/// answers); the request waits for it without holding a thread. Nothing here changes state.
+///
+/// The daemon starts it (binds the port) before the router, so a taken port is known before JACK
+/// ports are made, and attaches the control server once OSC runs; until then, and once OSC has
+/// stopped, requests that need the control plane get 503.
+public final class HTTPControlServer: Sendable {
+    public struct Configuration: Sendable {
+        /// Where to listen (the session's `osc.bind`, or `--osc-bind`).
+        public var bind = "127.0.0.1"
+        /// The TCP port (the session's `http.port`, or `--http-port`); not 0.
+        public var port = 9952
+        /// Who may ask at all (`osc.allow`); anyone else gets 403.
+        public var allow: [NetworkRange] = []
+        /// Limits that keep one client from holding memory or slots: a request body (GETs have none
+        /// worth reading), the header block, header fields, connections admitted at once.
+        public var maximumBodyBytes = 1024
+        public var maximumHeaderBytes = 16 * 1024
+        public var maximumHeaderFields = 100
+        public var maximumConnections = 64
+        /// An admitted connection must get from acceptance, a request's head or a response's
+        /// end to the next of these within this time, or it is closed (slow or endless requests,
+        /// peers that do not read, idle keep-alive).
+        public var exchangeTimeoutSeconds: Int64 = 10
+        /// A refused or turned-away connection (403, 503) is closed this long after acceptance
+        /// if it has not sent a request to be answered.
+        public var refusalTimeoutSeconds: Int64 = 2
+
+        public init() {}
+
+        /// The HTTP server of a daemon whose OSC server is `osc`.
+        public init(port: Int, osc: ControlServer.Configuration) {
+            self.port = port
+            bind = osc.bind
+            allow = osc.allow
+        }
+    }
+
+    public let configuration: Configuration
+    private let control = AttachedControl()
+    private let logger: Logger
+    private let running = LockedTask()
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter.http")) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Gives requests the control server to read from (before this: 503).
+    public func attach(_ control: ControlServer) {
+        self.control.set(control)
+    }
+
+    /// Starts listening and returns once the port is bound; throws when it cannot be.
+    public func start() throws(HTTPControlError) {
+        let responder = OSCQueryResponder(control: control, configuration: configuration, logger: logger)
+        let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
+            maxHeaderFieldSize: configuration.maximumHeaderBytes, maxHeaderListSize: configuration.maximumHeaderBytes,
+            maxHeaderFieldCount: configuration.maximumHeaderFields)
+        let outcome = StartOutcome()
+        // Hummingbird logs every request at debug and its own start at info; ours says where.
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .notice)
+        // No availableConnectionsDelegate: it stops accepting at the limit, which leaves the next
+        // peers in the kernel's backlog unanswered. The gate accepts them and answers 503.
+        let rules = ConnectionGate.Rules(allow: configuration.allow, maximumConnections: configuration.maximumConnections,
+                                         exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds),
+                                         refusalTimeout: .seconds(configuration.refusalTimeoutSeconds), logger: logger)
+        let slots = ConnectionSlots()
+        let application = Application(
+            responder: responder,
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGate(rules: rules, slots: slots)],
+                                                httpDecoderConfiguration: decoder)),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.bind, port: configuration.port),
+                                                    serverName: "duckrouter"),
+            onServerRunning: { _ in outcome.set(nil) },
+            logger: quiet)
+        // No signals: the daemon's own signal thread stops it, through stop().
+        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [], logger: quiet))
+        let task = Task {
+            do {
+                try await group.run()
+            } catch {
+                outcome.set("\(error)")
+            }
+            outcome.set("stopped before it listened")
+        }
+        running.set(task, group)
+        if let failure = outcome.wait() {
+            task.cancel()
+            throw HTTPControlError("cannot listen for HTTP on \(configuration.bind):\(configuration.port): \(failure)")
+        }
+        logger.info("HTTP (OSCQuery) listening", metadata: ["tcp": "\(configuration.bind):\(configuration.port)"])
+    }
+
+    /// Stops listening, lets requests under way finish and closes connections (waits up to two
+    /// seconds, then cancels what is left).
+    public func stop() {
+        guard let (task, group) = running.take() else { return }
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            await group.triggerGracefulShutdown()
+            _ = await task.result
+            done.signal()
+        }
+        if done.wait(timeout: .now() + 2) == .timedOut { task.cancel() }
+    }
+}
+
+/// Why the HTTP server could not start.
+public struct HTTPControlError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The first outcome of starting: listening (nil) or a failure; later ones are ignored.
+private final class StartOutcome: @unchecked Sendable {
+    // @unchecked: `state` is read and written only under `lock` (NSLock, which TSan sees).
+    private let lock = NSLock()
+    private var state: (set: Bool, failure: String?) = (false, nil)
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func set(_ failure: String?) {
+        let first = lock.withLock {
+            guard !state.set else { return false }
+            state = (true, failure)
+            return true
+        }
+        if first { semaphore.signal() }
+    }
+
+    func wait() -> String? {
+        semaphore.wait()
+        return lock.withLock { state.failure }
+    }
+}
+
+/// The control server requests read from, once the daemon has one.
+final class AttachedControl: @unchecked Sendable {
+    // @unchecked: `control` is read and written only under `lock`.
+    private let lock = NSLock()
+    private var control: ControlServer?
+    func set(_ control: ControlServer) { lock.withLock { self.control = control } }
+    func get() -> ControlServer? { lock.withLock { control } }
+}
+
+/// The server's task and service group, taken once by `stop()`.
+private final class LockedTask: @unchecked Sendable {
+    // @unchecked: `running` is read and written only under `lock`.
+    private let lock = NSLock()
+    private var running: (Task<Void, Never>, ServiceGroup)?
+    func set(_ task: Task<Void, Never>, _ group: ServiceGroup) { lock.withLock { running = (task, group) } }
+    func take() -> (Task<Void, Never>, ServiceGroup)? { lock.withLock { defer { running = nil }; return running } }
+}

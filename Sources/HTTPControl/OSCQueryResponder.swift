@@ -1,0 +1,124 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import OSCControl
+import OSCTransport
+
+/// What a request's context carries beyond Hummingbird's: the addresses of its connection (the
+/// allow list reads the peer's; HOST_INFO the local one when bound to every interface).
+struct HTTPRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: NIOCore.SocketAddress?
+    let localAddress: NIOCore.SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = CoreRequestContextStorage(source: source)
+        remoteAddress = source.channel.remoteAddress
+        localAddress = source.channel.localAddress
+    }
+}
+
+/// Answers every request the connection gate lets through (docs/HTTP.md; peers outside
+/// `osc.allow` never get here): 413 for a body over the limit, 405 for methods other than GET and
+/// HEAD, then OSCQuery: `?HOST_INFO` on any path, the namespace at `/` and every path,
+/// `?<ATTRIBUTE>`; 404 for unknown paths, 400 for bad queries, 204 for an attribute the node does
+/// not have, `{}` for the VALUE of a readable node that has none now; 503 while the control
+/// plane cannot be read (starting, stopping). The gate strips bodies from answers to HEAD.
+struct OSCQueryResponder: HTTPResponder {
+    typealias Context = HTTPRequestContext
+
+    let control: AttachedControl
+    let configuration: HTTPControlServer.Configuration
+    let logger: Logger
+
+    /// OSCQuery extensions and whether they are built (LISTEN and the path notifications need
+    /// the WebSocket, which is not there yet).
+    static let extensions: [String: Bool] = [
+        "ACCESS": true, "VALUE": true, "RANGE": true, "DESCRIPTION": true, "UNIT": true,
+        "TAGS": false, "EXTENDED_TYPE": false, "CRITICAL": false, "CLIPMODE": false, "OVERLOADS": false, "HTML": false,
+        "LISTEN": false, "PATH_CHANGED": false, "PATH_RENAMED": false, "PATH_ADDED": false, "PATH_REMOVED": false,
+    ]
+
+    func respond(to request: Request, context: HTTPRequestContext) async throws -> Response {
+        // A body is read up to the limit and no further, whatever the method.
+        do {
+            _ = try await request.body.collect(upTo: configuration.maximumBodyBytes)
+        } catch {
+            return text(.contentTooLarge, "request bodies are limited to \(configuration.maximumBodyBytes) bytes")
+        }
+        guard request.method == .get || request.method == .head else {
+            var response = text(.methodNotAllowed, "only GET and HEAD")
+            response.headers[.allow] = "GET, HEAD"
+            return response
+        }
+        return await answer(request, context: context)
+    }
+
+    private func answer(_ request: Request, context: HTTPRequestContext) async -> Response {
+        guard let path = request.uri.path.removingPercentEncoding else {
+            return text(.badRequest, "the path is not valid percent-encoding")
+        }
+        enum Asked { case node, hostInfo, attribute(OSCQueryNode.Attribute) }
+        let asked: Asked
+        switch request.uri.query {
+        case nil, "": asked = .node
+        case "HOST_INFO": asked = .hostInfo
+        case let query?:
+            guard let attribute = OSCQueryNode.Attribute(rawValue: query) else {
+                let known = (["HOST_INFO"] + OSCQueryNode.Attribute.allCases.map(\.rawValue)).joined(separator: ", ")
+                return text(.badRequest, "unknown query '\(query.prefix(64))': expected one of \(known)")
+            }
+            asked = .attribute(attribute)
+        }
+        guard let control = control.get() else { return unavailable }
+        if case .hostInfo = asked {
+            // The path is irrelevant to HOST_INFO (OSCQueryProposal), and it needs no namespace.
+            let wildcard = configuration.bind == "0.0.0.0" || configuration.bind == "::"
+            let oscIP = wildcard ? (context.localAddress?.ipAddress ?? configuration.bind) : configuration.bind
+            let host = control.hostInfo()
+            return json([
+                "NAME": host.client, "EXTENSIONS": Self.extensions,
+                "OSC_IP": oscIP, "OSC_PORT": Int(host.oscPort), "OSC_TRANSPORT": "UDP",
+            ] as [String: Any])
+        }
+        guard let found = await control.read({ reader in Namespace(reader).build().node(at: path) }) else { return unavailable }
+        guard let node = found else { return text(.notFound, "no such path: \(path.prefix(256))") }
+        switch asked {
+        case .node, .hostInfo:
+            return json(node.jsonObject())
+        case let .attribute(attribute):
+            guard let answer = node.attributeAnswer(attribute) else { return Response(status: .noContent) }
+            return json(answer)
+        }
+    }
+
+    private var unavailable: Response {
+        text(.serviceUnavailable, "the router is starting or stopping; try again")
+    }
+
+    private func json(_ object: Any) -> Response {
+        body(.ok, OSCQueryJSON.data(object), type: "application/json")
+    }
+
+    private func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        body(status, Data((message + "\n").utf8), type: "text/plain; charset=utf-8")
+    }
+
+    private func body(_ status: HTTPResponse.Status, _ data: Data, type: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.contentLength] = "\(data.count)"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension Namespace {
+    /// The namespace as one reading of the control plane sees it.
+    init(_ reader: ControlServer.Reader) {
+        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state) },
+                  routes: reader.status.routes.map { Route(name: $0.name, volume: $0.volume) },
+                  answer: { try? reader.value($0).get() })
+    }
+}
