@@ -50,8 +50,10 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
     private var holdsSlot = false
     private var answered = false
     private var deadline: Scheduled<Void>?
-    /// Whether the request being answered is a HEAD (its response goes out without a body).
-    private var answeringHead = false
+    /// Per request read and not yet answered, oldest first: whether it is a HEAD (its response
+    /// goes out without a body). Pipelined requests are all read before the first is answered,
+    /// so one flag for "the last head read" would strip the wrong response.
+    private var heads: [Bool] = []
     private var closeAfterResponse = false
 
     init(rules: Rules, slots: ConnectionSlots) {
@@ -125,7 +127,7 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
         switch verdict {
         case .admitted:
             if case let .head(request) = part {
-                answeringHead = request.method == .head
+                heads.append(request.method == .head)
                 arm(context, rules.exchangeTimeout)
             }
             context.fireChannelRead(data)
@@ -172,12 +174,13 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
             }
             context.write(data, promise: promise)
         case .body:
-            if answeringHead {
+            if heads.first == true {
                 promise?.succeed()
             } else {
                 context.write(data, promise: promise)
             }
         case .end:
+            if !heads.isEmpty { heads.removeFirst() }
             let written = promise ?? context.eventLoop.makePromise()
             context.write(data, promise: written)
             // The response has reached the socket: a new deadline for the next request (or the

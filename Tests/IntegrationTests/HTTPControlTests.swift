@@ -71,6 +71,21 @@ struct HTTPControlTests {
 
         let head = try HTTPClient.get(port: rig.httpPort, "/app/music/volume?VALUE", method: "HEAD")
         #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == "15", "\(head.headers)")
+
+        // Pipelined in one packet, HEAD then GET and GET then HEAD: each response has its own body
+        // or none, so the bytes are two whole responses, and the connection ends at once.
+        let volume = "GET /app/music/volume?VALUE HTTP/1.1\r\nHost: x\r\n"
+        for (first, second) in [(volume.replacingOccurrences(of: "GET", with: "HEAD"), volume), (volume, volume.replacingOccurrences(of: "GET", with: "HEAD"))] {
+            let started = Date()
+            let bytes = try HTTPClient.exchange(port: rig.httpPort, Data((first + "\r\n" + second + "Connection: close\r\n\r\n").utf8), timeout: 8)
+            let text = String(decoding: bytes, as: UTF8.self)
+            let responses = text.components(separatedBy: "HTTP/1.1 200 OK\r\n")
+            #expect(responses.count == 3 && responses[0].isEmpty, "\(first.prefix(4)) then \(second.prefix(4)): \(text)")
+            let bodies = responses.dropFirst().map { $0.components(separatedBy: "\r\n\r\n").dropFirst().joined() }
+            let expected = first.hasPrefix("HEAD") ? ["", "{\"VALUE\":[0.5]}"] : ["{\"VALUE\":[0.5]}", ""]
+            #expect(bodies == expected, "\(first.prefix(4)) then \(second.prefix(4)): \(bodies)")
+            #expect(Date().timeIntervalSince(started) < 3, "\(first.prefix(4)) then \(second.prefix(4)): not closed at once")
+        }
     }
 
     @Test("unknown paths 404, bad queries 400, an absent attribute 204, other methods 405, oversized and malformed requests 4xx; nothing changes and OSC keeps answering")
