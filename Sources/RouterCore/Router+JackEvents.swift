@@ -91,7 +91,8 @@ extension Router {
 
     /// Gives the client up: it is closed off the control queue (a hung server may never answer
     /// the close, and the control queue must keep answering); once it is closed, its ports and
-    /// plans are forgotten and joining the server again starts.
+    /// plans are forgotten and joining the server again starts. Meanwhile everyone is told, and
+    /// timed changes apply now.
     private func giveUpServer(_ reason: String, _ message: String, backOff: Bool) {
         guard !stopped, link.client != nil else { return }
         link.abandon(keepingAlive: engine, backOff: backOff) { [weak self] in
@@ -99,11 +100,6 @@ extension Router {
             detach()
             scheduleReconnect()
         }
-        afterLoss(reason, message)
-    }
-
-    /// What follows every loss once the client is off: everyone told, timed changes applied now.
-    private func afterLoss(_ reason: String, _ message: String) {
         watchdog.disarm()
         onJackConnection(false)
         logger.error("\(message); keeping the state and waiting for the server", metadata: ["server": "\(resolvedServerName)"])
