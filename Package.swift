@@ -20,6 +20,8 @@ let package = Package(
         // The HTTP server for OSCQuery (DESIGN.md §7); no traits: neither swift-configuration
         // nor the full-Foundation extras are used.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // OSCQuery's WebSocket (LISTEN, path notifications, OSC in binary frames).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // NIOHTTPTypes: the HTTP parts the connection gate sees (already resolved through Hummingbird).
@@ -62,8 +64,10 @@ let package = Package(
             "OSCControl", "OSCTransport", "Policy", "SessionStore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),

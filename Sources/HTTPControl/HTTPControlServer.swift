@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import OSCControl
@@ -41,6 +42,15 @@ public final class HTTPControlServer: Sendable {
         /// A refused or turned-away connection (403, 503) is closed this long after acceptance
         /// if it has not sent a request to be answered.
         public var refusalTimeoutSeconds: Int64 = 2
+        /// A WebSocket's unsent frames (replies, values, notifications) past which sends to it
+        /// fail, as to a slow OSC TCP peer; its meters never queue (the latest replaces the last).
+        public var webSocketQueueBytes = 1 << 20
+        /// The largest message a WebSocket peer may send (an OSC packet, a JSON command); a
+        /// larger one closes the connection.
+        public var maximumWebSocketMessageBytes = 64 * 1024
+        /// How often a WebSocket is pinged; one that has not answered the last ping by the next
+        /// is closed.
+        public var webSocketPingSeconds: Int64 = 10
 
         public init() {}
 
@@ -56,15 +66,19 @@ public final class HTTPControlServer: Sendable {
     private let control = AttachedControl()
     private let logger: Logger
     private let running = LockedTask()
+    private let hub: ListenHub
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter.http")) {
         self.configuration = configuration
         self.logger = logger
+        hub = ListenHub(control: control, logger: logger)
     }
 
-    /// Gives requests the control server to read from (before this: 503).
+    /// Gives requests the control server to read from (before this: 503), and has WebSocket
+    /// listeners told of its changes.
     public func attach(_ control: ControlServer) {
         self.control.set(control)
+        control.observeChanges { [hub] in hub.poke() }
     }
 
     /// Starts listening and returns once the port is bound; throws when it cannot be.
@@ -79,14 +93,27 @@ public final class HTTPControlServer: Sendable {
         quiet.logLevel = max(logger.logLevel, .notice)
         // No availableConnectionsDelegate: it stops accepting at the limit, which leaves the next
         // peers in the kernel's backlog unanswered. The gate accepts them and answers 503.
-        let rules = ConnectionGate.Rules(allow: configuration.allow, maximumConnections: configuration.maximumConnections,
-                                         exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds),
-                                         refusalTimeout: .seconds(configuration.refusalTimeoutSeconds), logger: logger)
+        let rules = Admission.Rules(allow: configuration.allow, maximumConnections: configuration.maximumConnections,
+                                    exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds),
+                                    refusalTimeout: .seconds(configuration.refusalTimeoutSeconds), logger: logger)
         let slots = ConnectionSlots()
+        let channel = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(additionalChannelHandlers: [ConnectionGate()], httpDecoderConfiguration: decoder),
+            ws: .init(maxFrameSize: configuration.maximumWebSocketMessageBytes,
+                      autoPing: .enabled(timePeriod: .seconds(configuration.webSocketPingSeconds)),
+                      closeTimeout: .seconds(5), validateUTF8: true))
+        let (control, hub, configuration, logger) = (control, hub, configuration, logger)
+        let server = HTTPServerBuilder { responder in
+            HTTPControlChannel(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: channel) { request, connection, _ in
+                    HTTPControlChannel.shouldUpgrade(request, connection, control: control, hub: hub,
+                                                     configuration: configuration, logger: logger)
+                },
+                rules: rules, slots: slots)
+        }
         let application = Application(
             responder: responder,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGate(rules: rules, slots: slots)],
-                                                httpDecoderConfiguration: decoder)),
+            server: server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.bind, port: configuration.port),
                                                     serverName: "duckrouter"),
             onServerRunning: { _ in outcome.set(nil) },

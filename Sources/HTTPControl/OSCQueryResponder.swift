@@ -33,12 +33,12 @@ struct OSCQueryResponder: HTTPResponder {
     let configuration: HTTPControlServer.Configuration
     let logger: Logger
 
-    /// OSCQuery extensions and whether they are built (LISTEN and the path notifications need
-    /// the WebSocket, which is not there yet).
+    /// OSCQuery extensions and whether they are built (LISTEN and the path notifications ride on
+    /// the WebSocket, on this same port).
     static let extensions: [String: Bool] = [
         "ACCESS": true, "VALUE": true, "RANGE": true, "DESCRIPTION": true, "UNIT": true,
         "TAGS": false, "EXTENDED_TYPE": false, "CRITICAL": false, "CLIPMODE": false, "OVERLOADS": false, "HTML": false,
-        "LISTEN": false, "PATH_CHANGED": false, "PATH_RENAMED": false, "PATH_ADDED": false, "PATH_REMOVED": false,
+        "LISTEN": true, "PATH_CHANGED": false, "PATH_RENAMED": false, "PATH_ADDED": true, "PATH_REMOVED": true,
     ]
 
     func respond(to request: Request, context: HTTPRequestContext) async throws -> Response {
@@ -78,9 +78,12 @@ struct OSCQueryResponder: HTTPResponder {
             let wildcard = configuration.bind == "0.0.0.0" || configuration.bind == "::"
             let oscIP = wildcard ? (context.localAddress?.ipAddress ?? configuration.bind) : configuration.bind
             let host = control.hostInfo()
+            // The WebSocket is on this port: the address the request came in on.
+            let wsIP = context.localAddress?.ipAddress ?? configuration.bind
             return json([
                 "NAME": host.client, "EXTENSIONS": Self.extensions,
                 "OSC_IP": oscIP, "OSC_PORT": Int(host.oscPort), "OSC_TRANSPORT": "UDP",
+                "WS_IP": wsIP, "WS_PORT": context.localAddress?.port ?? configuration.port,
             ] as [String: Any])
         }
         guard let found = await control.read({ reader in Namespace(reader).build().node(at: path) }) else { return unavailable }

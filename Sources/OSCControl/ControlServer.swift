@@ -98,6 +98,10 @@ public final class ControlServer: @unchecked Sendable {
     private(set) var received = 0
     /// Whether the router is coalescing plans for the burst being handled.
     private var inBurst = false
+    /// Told after anything that may have changed what a read sees (ControlServer+Streams.swift).
+    var changeObservers: [@Sendable () -> Void] = []
+    /// Streams whose peer has a person's rights (osc.admin), by connection id.
+    var adminStreams: Set<Int> = []
 
     /// The port the server listens on (UDP and TCP).
     public var port: UInt16 { server.port }
@@ -136,6 +140,7 @@ public final class ControlServer: @unchecked Sendable {
         guard inBurst else { return }
         inBurst = false
         router.endCoalescing()
+        for observer in changeObservers { observer() }
     }
 
     /// Stops serving; notifications are dropped from then on.
@@ -151,7 +156,8 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func isAdmin(_ peer: OSCServer.Peer) -> Bool {
-        configuration.admin.contains { $0.contains(peer.address.bytes, port: peer.address.port) }
+        (peer.transport == .tcp && adminStreams.contains(peer.connection))
+            || configuration.admin.contains { $0.contains(peer.address.bytes, port: peer.address.port) }
     }
 
     /// Packets that arrive together are answered one by one, but their changes reach the audio
@@ -537,8 +543,8 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Sends to a target, counting failures in a row; false once it has failed too often.
-    private func send(_ bytes: [UInt8], to target: Target) -> Bool {
-        if server.send(bytes, to: target.destination) {
+    private func send(_ bytes: [UInt8], to target: Target, conflatable: Bool = false) -> Bool {
+        if server.send(bytes, to: target.destination, conflatable: conflatable) {
             target.failures = 0
         } else {
             target.failures += 1
@@ -548,6 +554,7 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Sends a notification to the app it concerns and to every subscriber, once per address.
     private func deliver(_ notification: RouterNotification) {
+        for observer in changeObservers { observer() }
         let bytes = OSCCodec.encode(Self.message(for: notification))
         var reached = Set<String>()
         if let app = notification.app, let target = notifyTargets[app] {
@@ -609,6 +616,7 @@ public final class ControlServer: @unchecked Sendable {
         for (app, target) in notifyTargets where target.connection == peer.connection { notifyTargets[app] = nil }
         subscribers.removeAll { $0.connection == peer.connection }
         meterTargets.removeAll { $0.connection == peer.connection }
+        adminStreams.remove(peer.connection)
     }
 
     // MARK: Meters
@@ -640,7 +648,7 @@ public final class ControlServer: @unchecked Sendable {
                                   + peaks.map { .float(max(Decibels.level($0), Decibels.floor)) })
             }
             target.peaks.removeAll(keepingCapacity: true)
-            if send(OSCCodec.encodeBundle(messages), to: target) { return false }
+            if send(OSCCodec.encodeBundle(messages), to: target, conflatable: true) { return false }
             logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
             release(target)
             return true

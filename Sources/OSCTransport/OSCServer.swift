@@ -83,12 +83,16 @@ public final class OSCServer: @unchecked Sendable {
     /// False once `stop()` began: `execute` then refuses work instead of queueing it.
     private var acceptsTasks = true
     private var connections: [Int: Connection] = [:]
-    private var nextConnection = 1
+    /// Stream connections carried by another front end (WebSockets), by connection id
+    /// (OSCServer+Streams.swift).
+    var streams: [Int: Stream] = [:]
+    /// Connection ids, sockets' and streams' alike, handed out from any thread.
+    private let nextConnection = Atomic<Int>(1)
     private var thread: Thread?
     private let running = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
-    private var handler: Handler = { _, _ in }
-    private var onClose: (Peer) -> Void = { _ in }
+    var handler: Handler = { _, _ in }
+    var onClose: (Peer) -> Void = { _ in }
     private var onTick: () -> Void = {}
     private var onBurstEnd: () -> Void = {}
     private var tickMilliseconds: Int32 = 10
@@ -241,8 +245,10 @@ public final class OSCServer: @unchecked Sendable {
                 let revents = fds[3 + k].revents
                 if revents != 0, connections[id] != nil { service(id, revents: revents) }
             }
-            onBurstEnd()
+            // Work handed in (packets of streams among it) is part of this burst; work it queues
+            // wakes the next turn.
             runTasks()
+            onBurstEnd()
             let now = OSCServer.nowMilliseconds()
             if now >= nextTick {
                 onTick()
@@ -302,8 +308,7 @@ public final class OSCServer: @unchecked Sendable {
                 continue
             }
             setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-            let id = nextConnection
-            nextConnection += 1
+            let id = newConnectionID()
             connections[id] = Connection(fd: fd, id: id, address: address, inbound: true)
         }
     }
@@ -424,7 +429,8 @@ public final class OSCServer: @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ packet: [UInt8], on id: Int) -> Bool {
+    private func enqueue(_ packet: [UInt8], on id: Int, conflatable: Bool = false) -> Bool {
+        if let stream = streams[id] { return stream.outlet(packet, conflatable) }
         guard let c = connections[id], c.output.count + packet.count <= configuration.maximumPendingOutput else { return false }
         c.output.append(contentsOf: c.frame(packet))
         flush(c)
@@ -446,8 +452,7 @@ public final class OSCServer: @unchecked Sendable {
             let result = address.withSockaddr(family: address.family) { connect(fd, $0, $1) }
             guard result == 0 || errno == EINPROGRESS else { Glibc.close(fd); return nil }
             setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-            let id = nextConnection
-            nextConnection += 1
+            let id = newConnectionID()
             let c = Connection(fd: fd, id: id, address: address, inbound: false)
             c.connecting = result != 0
             c.framing = .lengthPrefixed
@@ -466,14 +471,17 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     /// Sends a packet to a destination. False when it failed (unreachable, too slow, closed).
+    /// - Parameter conflatable: the packet may be skipped, not queued, while an earlier one like it
+    ///   waits to be read (meters: a stream that cannot keep up gets fewer, never a backlog). Only
+    ///   streams skip; sockets queue every packet.
     @discardableResult
-    public func send(_ packet: [UInt8], to destination: Destination) -> Bool {
+    public func send(_ packet: [UInt8], to destination: Destination, conflatable: Bool = false) -> Bool {
         switch destination.kind {
         case let .udp(fd):
             guard fd >= 0 else { return false }
             return packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) } == packet.count
         case let .connection(id):
-            return enqueue(packet, on: id)
+            return enqueue(packet, on: id, conflatable: conflatable)
         }
     }
 
@@ -486,7 +494,12 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     /// Whether a TCP peer is still connected.
-    public func isConnected(_ peer: Peer) -> Bool { peer.transport == .udp || connections[peer.connection] != nil }
+    public func isConnected(_ peer: Peer) -> Bool {
+        peer.transport == .udp || connections[peer.connection] != nil || streams[peer.connection] != nil
+    }
+
+    /// A connection id no socket or stream has had.
+    func newConnectionID() -> Int { nextConnection.add(1, ordering: .relaxed).oldValue }
 
     // MARK: Helpers
 

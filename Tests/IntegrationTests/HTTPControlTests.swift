@@ -20,7 +20,8 @@ struct HTTPControlTests {
         #expect(host["OSC_TRANSPORT"] as? String == "UDP")
         let extensions = try #require(host["EXTENSIONS"] as? [String: Bool])
         #expect(extensions["VALUE"] == true && extensions["RANGE"] == true && extensions["ACCESS"] == true)
-        #expect(extensions["LISTEN"] == false && extensions["PATH_ADDED"] == false, "no WebSocket yet")
+        #expect(extensions["LISTEN"] == true && extensions["PATH_ADDED"] == true && extensions["PATH_REMOVED"] == true)
+        #expect(host["WS_IP"] as? String == "127.0.0.1" && host["WS_PORT"] as? Int == Int(rig.httpPort), "the WebSocket is on the HTTP port")
         // The path is irrelevant to HOST_INFO (OSCQueryProposal), even one that has no node.
         let elsewhere = try HTTPClient.get(port: rig.httpPort, "/no/such/node?HOST_INFO")
         #expect(elsewhere.status == 200 && (try? elsewhere.json()["OSC_PORT"] as? Int) == Int(rig.port), "\(elsewhere.status) \(elsewhere.text)")

@@ -1,0 +1,147 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOHTTP1
+import OSCTransport
+
+/// Every connection of the HTTP server: `Admission` first, before any byte is decoded, then
+/// Hummingbird's HTTP/1.1 with the WebSocket upgrade (the connection gate rides on the HTTP
+/// side). The upgrade is granted only to an admitted peer whose request passes `WebSocketOrigin`.
+struct HTTPControlChannel: ServerChildChannel {
+    typealias Value = HTTP1WebSocketUpgradeChannel.Value
+
+    let inner: HTTP1WebSocketUpgradeChannel
+    let rules: Admission.Rules
+    let slots: ConnectionSlots
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        do {
+            try channel.pipeline.syncOperations.addHandler(Admission(rules: rules, slots: slots), position: .first)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        // Hummingbird's upgrade pipeline leaves HTTP errors unanswered (a malformed request,
+        // headers over the limit): NIO's handler answers them 400 and closes, as on a plain
+        // HTTP/1.1 pipeline.
+        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let decoder = try channel.pipeline.syncOperations.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            let answer = HTTPServerProtocolErrorHandler()
+            try channel.pipeline.syncOperations.addHandler(answer, position: .after(decoder.handler))
+            try channel.pipeline.syncOperations.addHandler(CloseOnHTTPError(), position: .after(answer))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        // Hummingbird logs a request that could not be decoded as an error of its own, once per
+        // connection: a peer's garbage is not the router's error (it was answered 400), and a
+        // flood of it must not flood the log.
+        var quiet = logger
+        quiet.logLevel = .critical
+        await inner.handle(value: value, logger: quiet)
+    }
+
+    /// Whether a WebSocket upgrade is granted, and what serves it: on the connection's event loop.
+    static func shouldUpgrade(_ request: HTTPRequest, _ channel: any Channel, control: AttachedControl, hub: ListenHub,
+                              configuration: HTTPControlServer.Configuration, logger: Logger)
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        // A peer that is not admitted gets the gate's 403 or 503 (it answers the request).
+        guard let admission = try? channel.pipeline.syncOperations.handler(type: Admission.self),
+              admission.verdict == .admitted else { return .dontUpgrade }
+        if let refusal = WebSocketOrigin.refusal(host: request.authority, origin: request.headerFields[.origin],
+                                                 machineNames: WebSocketOrigin.machineNames) {
+            logger.notice("refused a WebSocket", metadata: ["peer": "\(channel.remoteAddress.map { "\($0)" } ?? "unknown")", "why": "\(refusal)"])
+            admission.refusedUpgrade = (.forbidden, refusal)
+            return .dontUpgrade
+        }
+        guard let control = control.get(), let remote = channel.remoteAddress, let host = remote.ipAddress,
+              let peer = OSCTransport.SocketAddress(host: host, port: UInt16(clamping: remote.port ?? 0)) else {
+            admission.refusedUpgrade = (.serviceUnavailable, "the router is starting or stopping; try again")
+            return .dontUpgrade
+        }
+        // From here the connection lives as long as its pings are answered, and speaks no HTTP:
+        // the handlers this channel added for HTTP errors go (NIO removes its own).
+        admission.disarm()
+        for context in [try? channel.pipeline.syncOperations.context(handlerType: CloseOnHTTPError.self),
+                        try? channel.pipeline.syncOperations.context(handlerType: HTTPServerProtocolErrorHandler.self)] {
+            if let context { channel.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
+        }
+        let session = WebSocketSession(control: control, hub: hub, peer: peer, queueLimit: configuration.webSocketQueueBytes,
+                                       maximumMessageBytes: configuration.maximumWebSocketMessageBytes, logger: logger)
+        return .upgrade([:], { inbound, outbound, _ in await session.run(inbound: inbound, outbound: outbound) })
+    }
+}
+
+/// Closes a connection whose request could not be decoded, once NIO's handler has answered it
+/// (the stream is out of step: nothing after the error can be read as HTTP).
+final class CloseOnHTTPError: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is HTTPParserError {
+            context.close(promise: nil)
+        } else {
+            context.fireErrorCaught(error)
+        }
+    }
+}
+
+/// Which browsers' pages may open a WebSocket (docs/HTTP.md, "Who may connect"). A WebSocket
+/// changes things, and a browser lets any page open one to any address, so a page from elsewhere
+/// could reach a router on the listener's own network. Refused:
+/// - a request whose `Origin` (sent by every browser) is not the router's own page: its host and
+///   port must be the request's `Host`;
+/// - a request whose `Host` is a name that is not this machine's (DNS rebinding: an outside name
+///   made to point at the router gives its page the same origin): allowed are IP addresses,
+///   `localhost` (and names under it), and this machine's host name, with or without `.local`.
+/// Programs that are not browsers (OSCQuery clients) send no `Origin` and are not refused for it.
+enum WebSocketOrigin {
+    /// Why the upgrade is refused, or nil.
+    static func refusal(host: String?, origin: String?, machineNames: [String]) -> String? {
+        guard let host, let hostName = hostName(host) else { return "the request has no valid Host" }
+        let lowered = hostName.lowercased()
+        let isAddress = IPv4Address(lowered) || lowered.contains(":")
+        let isLocal = lowered == "localhost" || lowered.hasSuffix(".localhost")
+        let isMachine = machineNames.contains { $0.lowercased() == lowered || "\($0.lowercased()).local" == lowered }
+        guard isAddress || isLocal || isMachine else {
+            return "Host '\(hostName.prefix(128))' is not this machine's name; open the page by the router's address"
+        }
+        guard let origin else { return nil }
+        guard let url = URL(string: origin), let scheme = url.scheme, scheme == "http" || scheme == "https", let originHost = url.host else {
+            return "the page's origin '\(origin.prefix(128))' is not this router's"
+        }
+        let bracketed = originHost.contains(":") && !originHost.hasPrefix("[") ? "[\(originHost)]" : originHost
+        let originAuthority = bracketed + (url.port.map { ":\($0)" } ?? "")
+        guard originAuthority.lowercased() == host.lowercased() else {
+            return "a page from \(origin.prefix(128)) may not control this router (only its own page may)"
+        }
+        return nil
+    }
+
+    /// The name part of a Host header (`name`, `name:port`, `[v6]:port`), or nil if malformed.
+    static func hostName(_ host: String) -> String? {
+        if host.hasPrefix("[") {
+            guard let end = host.firstIndex(of: "]") else { return nil }
+            return String(host[host.index(after: host.startIndex)..<end])
+        }
+        let name = host.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        return name.isEmpty ? nil : name
+    }
+
+    private static func IPv4Address(_ text: String) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// This machine's host name (read once).
+    static let machineNames: [String] = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return [] }
+        let name = String(cString: buffer)
+        return name.isEmpty ? [] : [name]
+    }()
+}

@@ -1,0 +1,191 @@
+import Foundation
+import Logging
+import OSCControl
+import OSCTransport
+import Synchronization
+
+/// What OSCQuery's WebSocket clients listen to, and the pushing of it (docs/HTTP.md, "WebSocket"):
+/// values of LISTENed paths as OSC messages when they change, `PATH_ADDED` / `PATH_REMOVED` to
+/// every client when apps (or routes) come and go.
+///
+/// How it sees changes: the OSC server tells it after every burst of commands and every router
+/// notification (`ControlServer.observeChanges`), and, while any client is connected, it also
+/// looks every `pollInterval` for changes that send no notification. Each look is one reading of
+/// the control plane (`ControlServer.read`: the OSC server's thread, one trip to the control
+/// queue), shared by all clients, compared with what each was last sent. Looks never overlap and
+/// come at most every `minimumInterval`, however many changes arrive. Nothing here runs on the
+/// control queue or the audio thread.
+actor ListenHub {
+    /// A connected client: where its frames go, and per listened path the value last sent.
+    private final class Client {
+        let queue: OutboundQueue
+        var listening: [String: [OSCQueryNode.Value]?] = [:]
+        init(queue: OutboundQueue) { self.queue = queue }
+    }
+
+    /// One look at the namespace: every path, and the value of every readable one.
+    struct Snapshot: Equatable {
+        var paths: Set<String> = []
+        var values: [String: [OSCQueryNode.Value]] = [:]
+        var containers: Set<String> = []
+
+        init(_ root: OSCQueryNode) {
+            var stack = [root]
+            while let node = stack.popLast() {
+                paths.insert(node.fullPath)
+                if let value = node.value, node.access == .readOnly || node.access == .readWrite { values[node.fullPath] = value }
+                if let contents = node.contents {
+                    containers.insert(node.fullPath)
+                    stack += contents.values
+                }
+            }
+        }
+    }
+
+    private let control: AttachedControl
+    private let logger: Logger
+    private let pollInterval: Duration
+    private let minimumInterval: Duration
+    private var clients: [Int: Client] = [:]
+    private var latest: Snapshot?
+    private var looking = false
+    private var lookAgain = false
+    private var poller: Task<Void, Never>?
+    /// Set by `poke` (any thread), cleared when a look starts: one look per flurry of pokes.
+    private nonisolated let poked = Atomic<Bool>(false)
+    /// Clients connected (read by `poke` without entering the actor).
+    private nonisolated let connected = Atomic<Int>(0)
+
+    init(control: AttachedControl, logger: Logger, pollInterval: Duration = .milliseconds(250),
+         minimumInterval: Duration = .milliseconds(20)) {
+        self.control = control
+        self.logger = logger
+        self.pollInterval = pollInterval
+        self.minimumInterval = minimumInterval
+    }
+
+    /// Something may have changed: look soon, if anyone is connected. Any thread; never blocks.
+    nonisolated func poke() {
+        guard connected.load(ordering: .relaxed) > 0, !poked.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Task { await self.look() }
+    }
+
+    // MARK: Clients
+
+    func add(_ id: Int, queue: OutboundQueue) {
+        clients[id] = Client(queue: queue)
+        connected.add(1, ordering: .relaxed)
+        if poller == nil {
+            poller = Task { [pollInterval] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: pollInterval)
+                    self.poke()
+                }
+            }
+        }
+    }
+
+    func remove(_ id: Int) {
+        guard clients.removeValue(forKey: id) != nil else { return }
+        connected.subtract(1, ordering: .relaxed)
+        if clients.isEmpty {
+            poller?.cancel()
+            poller = nil
+        }
+    }
+
+    /// Starts pushing `path`'s value to the client (its value now first, then each change).
+    /// Returns why not: no such path, or a path with no value to read.
+    func listen(_ id: Int, _ path: String) async -> String? {
+        // The first client's first LISTEN may come before any look (or during the first one).
+        for _ in 0..<50 where latest == nil {
+            await look()
+            if latest == nil { try? await Task.sleep(for: .milliseconds(20)) }
+        }
+        guard let client = clients[id] else { return nil }
+        guard let latest else { return "the router is starting or stopping; try again" }
+        guard latest.paths.contains(path) else { return "no such path: \(path)" }
+        // A readable path with no value now (/system/volume while no route is available) may be
+        // listened to: its value is sent once there is one.
+        guard latest.values[path] != nil || Self.readableWithoutValue.contains(path) else {
+            return "\(path) has no value to listen to"
+        }
+        if client.listening[path] == nil {
+            client.listening[path] = .some(nil)
+            push(latest, to: client, paths: [path])
+        }
+        return nil
+    }
+
+    /// Stops pushing `path` to the client (no error when it was not listened to).
+    func ignore(_ id: Int, _ path: String) {
+        clients[id]?.listening[path] = nil
+    }
+
+    private static let readableWithoutValue: Set<String> = ["/system/volume", "/system/gain"]
+
+    // MARK: Looking
+
+    /// One reading of the control plane, compared and pushed. Looks never overlap: one asked for
+    /// during a look runs after it.
+    func look() async {
+        if looking {
+            lookAgain = true
+            return
+        }
+        looking = true
+        defer { looking = false }
+        repeat {
+            lookAgain = false
+            poked.store(false, ordering: .releasing)
+            guard let control = control.get(),
+                  let snapshot = await control.read({ reader in Snapshot(Namespace(reader).build()) }) else { return }
+            apply(snapshot)
+            try? await Task.sleep(for: minimumInterval)
+        } while lookAgain || poked.load(ordering: .acquiring)
+    }
+
+    private func apply(_ snapshot: Snapshot) {
+        if let previous = latest, previous.paths != snapshot.paths {
+            let added = Self.topmost(snapshot.paths.subtracting(previous.paths))
+            let removed = Self.topmost(previous.paths.subtracting(snapshot.paths))
+            let messages = removed.map { OSCQueryCommand.message("PATH_REMOVED", $0) }
+                + added.map { OSCQueryCommand.message("PATH_ADDED", $0) }
+            for client in clients.values {
+                for path in client.listening.keys where !snapshot.paths.contains(path) { client.listening[path] = nil }
+                for message in messages { client.queue.push(.text(message)) }
+            }
+        }
+        latest = snapshot
+        for client in clients.values { push(snapshot, to: client, paths: Array(client.listening.keys)) }
+    }
+
+    /// Sends the client each of `paths` whose value differs from what it was last sent.
+    private func push(_ snapshot: Snapshot, to client: Client, paths: [String]) {
+        for path in paths {
+            guard let value = snapshot.values[path], client.listening[path] != .some(value) else { continue }
+            let message = OSCMessage(path, value.map(\.oscArgument))
+            // A full queue: the value is sent again at the next look (it is not marked sent).
+            if client.queue.push(.binary(OSCCodec.encode(message))) { client.listening[path] = .some(value) }
+        }
+    }
+
+    /// The paths of `paths` whose parent is not among them: `/app/nav` for a new app, not each
+    /// of its methods.
+    static func topmost(_ paths: Set<String>) -> [String] {
+        paths.filter { path in
+            guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return true }
+            return !paths.contains(String(path[..<slash]))
+        }.sorted()
+    }
+}
+
+extension OSCQueryNode.Value {
+    var oscArgument: OSCArgument {
+        switch self {
+        case let .float(f): .float(f)
+        case let .int(i): .int32(i)
+        case let .string(s): .string(s)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+@testable import HTTPControl
+import Testing
+
+/// The parts of the WebSocket that need no network: the JSON commands, who may open one, the
+/// outbound queue's bounds, the path notifications.
+@Suite("OSCQuery WebSocket parts")
+struct WebSocketPartsTests {
+    @Test("LISTEN and IGNORE decode; anything else is refused with a reason, never a trap")
+    func commands() {
+        #expect(OSCQueryCommand.decode(#"{"COMMAND": "LISTEN", "DATA": "/app/music/volume"}"#) == .success(.listen("/app/music/volume")))
+        #expect(OSCQueryCommand.decode(#"{"DATA": "/x", "COMMAND": "IGNORE"}"#) == .success(.ignore("/x")))
+        let bad = ["", "null", "[]", "42", "{", #"{"COMMAND": 1, "DATA": "/x"}"#, #"{"COMMAND": "LISTEN"}"#,
+                   #"{"COMMAND": "LISTEN", "DATA": "x"}"#, #"{"COMMAND": "PATH_ADDED", "DATA": "/x"}"#,
+                   #"{"COMMAND": "LISTEN", "DATA": ["/x"]}"#, "{\"COMMAND\": \"LISTEN\", \"DATA\": \"/\(String(repeating: "a", count: 2000))\"}",
+                   String(repeating: "[", count: 100_000)]
+        for text in bad {
+            guard case let .failure(error) = OSCQueryCommand.decode(text) else {
+                Issue.record("accepted \(text.prefix(80))")
+                continue
+            }
+            #expect(!error.description.isEmpty)
+        }
+    }
+
+    @Test("a WebSocket is refused to another site's page and to a Host that is not this machine's; programs without Origin and the router's own page pass")
+    func origins() {
+        let names = ["rig"]
+        func refused(_ host: String?, _ origin: String?) -> Bool { WebSocketOrigin.refusal(host: host, origin: origin, machineNames: names) != nil }
+        #expect(!refused("127.0.0.1:9952", nil))
+        #expect(!refused("127.0.0.1:9952", "http://127.0.0.1:9952"))
+        #expect(!refused("localhost:9952", "http://localhost:9952"))
+        #expect(!refused("[::1]:9952", "http://[::1]:9952"))
+        #expect(!refused("rig.local:9952", "http://rig.local:9952"))
+        #expect(!refused("RIG:9952", "http://rig:9952"))
+        #expect(!refused("192.168.1.20:9952", "http://192.168.1.20:9952"))
+        #expect(refused("127.0.0.1:9952", "http://evil.example"))
+        #expect(refused("127.0.0.1:9952", "http://127.0.0.1:8080"))
+        #expect(refused("127.0.0.1:9952", "null"))
+        #expect(refused("evil.example:9952", "http://evil.example:9952"), "DNS rebinding: the same origin, but not this machine's name")
+        #expect(refused("evil.example:9952", nil))
+        #expect(refused(nil, nil))
+        #expect(refused("", nil))
+        #expect(refused("[::1:9952", nil))
+    }
+
+    @Test("the outbound queue refuses past its limit, keeps only the latest conflatable frame, and hands frames in order")
+    func queue() async {
+        let queue = OutboundQueue(limit: 10)
+        #expect(queue.push(.binary([1, 2, 3, 4])))
+        #expect(queue.push(.text("abcd")))
+        #expect(!queue.push(.binary([5, 6, 7])), "4 + 4 + 3 > 10")
+        #expect(queue.push(.binary([8, 9])))
+        #expect(queue.push(.binary([1]), conflatable: true))
+        #expect(queue.push(.binary([2]), conflatable: true), "a meter never fails: it replaces the one waiting")
+        #expect(queue.queuedBytes == 10)
+        var taken: [OutboundQueue.Frame] = []
+        for _ in 0..<4 { if let frame = await queue.next() { taken.append(frame) } }
+        #expect(taken == [.binary([1, 2, 3, 4]), .text("abcd"), .binary([8, 9]), .binary([2])])
+        #expect(queue.queuedBytes == 0)
+        // A waiting writer gets the next frame directly.
+        async let waiting = queue.next()
+        try? await Task.sleep(for: .milliseconds(20))
+        queue.push(.text("x"))
+        #expect(await waiting == .text("x"))
+        queue.close()
+        #expect(await queue.next() == nil)
+        #expect(!queue.push(.text("late")))
+    }
+
+    @Test("a new app is announced by its own path, not each of its methods")
+    func topmost() {
+        let added: Set<String> = ["/app/nav", "/app/nav/volume", "/app/nav/gain", "/route/hdmi", "/route/hdmi/available", "/x/y"]
+        #expect(ListenHub.topmost(added) == ["/app/nav", "/route/hdmi", "/x/y"])
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// Drives Resources/oscquery_client.py, an OSCQuery client written from the proposal in Python
+/// (urllib, websocket-client, python-osc): one JSON array per request, JSON objects back.
+final class OSCQueryClient {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var pending = Data()
+
+    init(httpPort: Int) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/oscquery_client.py")
+        process.arguments = ["python3", script.path, "127.0.0.1", "\(httpPort)"]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        finish(process)
+    }
+
+    private func readLine() -> [String: Any]? {
+        while true {
+            if let newline = pending.firstIndex(of: 10) {
+                let line = pending[..<newline]
+                pending = Data(pending[(newline + 1)...])
+                return (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] ?? [:]
+            }
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { return nil }
+            pending.append(data)
+        }
+    }
+
+    private func write(_ request: [Any]) {
+        let data = try! JSONSerialization.data(withJSONObject: request)
+        try? input.fileHandleForWriting.write(contentsOf: data + Data("\n".utf8))
+    }
+
+    /// Sends a request answered by one line (hostinfo, get, connect, chataigne, listen, ignore,
+    /// text, binary_hex, osc, close); nil if the client died.
+    @discardableResult
+    func call(_ request: Any...) -> [String: Any]? {
+        write(request)
+        return readLine()
+    }
+
+    /// Sends an OSC message over the WebSocket: `osc("/app/music/volume", ("f", 0.5))`.
+    func osc(_ path: String, _ arguments: (String, Any)...) {
+        write(["osc", path] + arguments.map { [$0.0, $0.1] })
+        _ = readLine()
+    }
+
+    /// The frames that arrive until one matches (`["osc": path, "args": [...]]` or
+    /// `["command": "PATH_ADDED", "data": path]`), for `timeout` seconds at most: a wait on the
+    /// event, not a pause. `matched` says whether it came, `seconds` how long it took.
+    func until(_ match: [String: Any], timeout: Double = 3) -> (frames: [[String: Any]], matched: Bool, seconds: Double) {
+        write(["until", timeout, match])
+        var frames: [[String: Any]] = []
+        while let line = readLine() {
+            if let waited = line["waited"] as? Bool { return (frames, waited, line["seconds"] as? Double ?? timeout) }
+            frames.append(line)
+        }
+        return (frames, false, timeout)
+    }
+
+    /// Every frame that arrives within `seconds` (for "nothing more comes").
+    func drain(_ seconds: Double) -> [[String: Any]] {
+        write(["drain", seconds])
+        var frames: [[String: Any]] = []
+        while let line = readLine(), line["drained"] == nil { frames.append(line) }
+        return frames
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// An OSC frame's path and arguments, if this line is one.
+    var oscFrame: (path: String, args: [Any])? {
+        guard let osc = self["osc"] as? [String: Any], let path = osc["path"] as? String else { return nil }
+        return (path, osc["args"] as? [Any] ?? [])
+    }
+
+    /// A text frame's COMMAND and DATA, if this line is one.
+    var textFrame: (command: String, data: Any?)? {
+        guard let text = self["text"] as? [String: Any], let command = text["COMMAND"] as? String else { return nil }
+        return (command, text["DATA"])
+    }
+}
