@@ -4,6 +4,8 @@ SWIFT    ?= swift
 SESSION  ?= Sessions/default.json
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
+# The control page's tests drive a real browser.
+TEST_PACKAGES   := chromium chromium-driver
 
 .PHONY: all deps build release run test test-pipewire tsan bench fuzz soak clean
 
@@ -25,6 +27,7 @@ run: release
 ## Every test: unit tests, and integration tests against private jackd servers; then the
 ## integration suites (all but the soak) again on a private headless PipeWire (scripts/test-pipewire.sh).
 test: deps
+	@scripts/install-deps.sh $(TEST_PACKAGES)
 	@scripts/install-python-deps.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
@@ -37,6 +40,7 @@ test-pipewire: deps
 
 ## The unit and integration suites under ThreadSanitizer: any report fails (scripts/tsan.sh).
 tsan: deps
+	@scripts/install-deps.sh $(TEST_PACKAGES)
 	@scripts/install-python-deps.sh
 	scripts/tsan.sh
 

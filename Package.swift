@@ -71,7 +71,7 @@ let package = Package(
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], resources: [.copy("Resources/ui")]),
         // Session files: loading and validation, the state file, and the NSM client.
         .target(name: "SessionStore", dependencies: ["Policy", "OSCTransport"]),
         // The control thread: turns the session and runtime changes into mix plans.
@@ -112,6 +112,7 @@ let package = Package(
         .target(name: "CFuzzerDriver"),
         .executableTarget(name: "FuzzSessionFile", dependencies: ["SessionStore", "CFuzzerDriver"]),
         .executableTarget(name: "FuzzOSC", dependencies: ["OSCTransport", "OSCControl", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzOSCQuery", dependencies: ["HTTPControl", "CFuzzerDriver"]),
 
         // Test support: a malloc/free interposer that counts calls made on one chosen thread,
         // and helpers that start a private jackd and play/capture audio through real ports.

@@ -99,9 +99,9 @@ final class CloseOnHTTPError: ChannelInboundHandler, RemovableChannelHandler {
 ///   made to point at the router gives its page the same origin): allowed are IP addresses,
 ///   `localhost` (and names under it), and this machine's host name, with or without `.local`.
 /// Programs that are not browsers (OSCQuery clients) send no `Origin` and are not refused for it.
-enum WebSocketOrigin {
+public enum WebSocketOrigin {
     /// Why the upgrade is refused, or nil.
-    static func refusal(host: String?, origin: String?, machineNames: [String]) -> String? {
+    public static func refusal(host: String?, origin: String?, machineNames: [String]) -> String? {
         guard let host, let hostName = hostName(host) else { return "the request has no valid Host" }
         let lowered = hostName.lowercased()
         let isAddress = IPv4Address(lowered) || lowered.contains(":")
@@ -141,7 +141,7 @@ enum WebSocketOrigin {
     static let machineNames: [String] = {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return [] }
-        let name = String(cString: buffer)
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return name.isEmpty ? [] : [name]
     }()
 }

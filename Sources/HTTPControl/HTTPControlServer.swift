@@ -83,7 +83,8 @@ public final class HTTPControlServer: Sendable {
 
     /// Starts listening and returns once the port is bound; throws when it cannot be.
     public func start() throws(HTTPControlError) {
-        let responder = OSCQueryResponder(control: control, configuration: configuration, logger: logger)
+        let page = ControlPage(directories: ControlPage.defaultDirectories())
+        let responder = OSCQueryResponder(control: control, configuration: configuration, page: page, logger: logger)
         let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
             maxHeaderFieldSize: configuration.maximumHeaderBytes, maxHeaderListSize: configuration.maximumHeaderBytes,
             maxHeaderFieldCount: configuration.maximumHeaderFields)
@@ -134,6 +135,13 @@ public final class HTTPControlServer: Sendable {
             throw HTTPControlError("cannot listen for HTTP on \(configuration.bind):\(configuration.port): \(failure)")
         }
         logger.info("HTTP (OSCQuery) listening", metadata: ["tcp": "\(configuration.bind):\(configuration.port)"])
+        if page.files.isEmpty {
+            logger.warning("the control page's files were not found; /ui/ answers 404", metadata: ["looked in": "\(page.searched)"])
+        } else {
+            let host = configuration.bind == "0.0.0.0" || configuration.bind == "::" ? "127.0.0.1" : configuration.bind
+            let shown = host.contains(":") ? "[\(host)]" : host
+            logger.notice("control page: http://\(shown):\(configuration.port)/")
+        }
     }
 
     /// Stops listening, lets requests under way finish and closes connections (waits up to two

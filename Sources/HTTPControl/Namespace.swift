@@ -14,9 +14,12 @@ public struct Namespace {
         public var name: String
         /// `inactive`, `listening`, `active`, `ducked`, `interrupted` or `silenced`.
         public var state: String
-        public init(name: String, state: String) {
+        /// What holds it back ("ducked by nav"), or "".
+        public var why: String
+        public init(name: String, state: String, why: String = "") {
             self.name = name
             self.state = state
+            self.why = why
         }
     }
 
@@ -32,13 +35,20 @@ public struct Namespace {
 
     public var apps: [App]
     public var routes: [Route]
+    /// The app remote commands go to (Now Playing), if any.
+    public var nowPlaying: String?
+    /// The outside interruptions under way, by source, oldest first.
+    public var outsideInterruptions: [String]
     /// The reply values of an OSC query path (nil: it has none now, such as `/system/volume`
     /// while no route is available).
     public var answer: (String) -> [OSCArgument]?
 
-    public init(apps: [App], routes: [Route], answer: @escaping (String) -> [OSCArgument]?) {
+    public init(apps: [App], routes: [Route], nowPlaying: String? = nil, outsideInterruptions: [String] = [],
+                answer: @escaping (String) -> [OSCArgument]?) {
         self.apps = apps
         self.routes = routes
+        self.nowPlaying = nowPlaying
+        self.outsideInterruptions = outsideInterruptions
         self.answer = answer
     }
 
@@ -75,6 +85,8 @@ public struct Namespace {
                    range: [Self.categories, .unbounded, Range(values: Mode.allCases.map(\.rawValue))]),
             OSCQueryNode(fullPath: "\(base)/state", description: "what the app is doing now (read only; /duckrouter/app notifies changes)",
                          type: "s", access: .readOnly, value: [.string(app.state)], range: [Range(values: Self.appStates)]),
+            OSCQueryNode(fullPath: "\(base)/why", description: "what holds the app back now: \"ducked by nav\", \"interrupted by phone (outside)\", \"silenced by the silent switch\"; \"\" when nothing does (read only)",
+                         type: "s", access: .readOnly, value: [.string(app.why)]),
             method("\(base)/activate", "setActive(true): may interrupt or duck others, or be refused (-6)", access: .none),
             method("\(base)/deactivate", "setActive(false); an optional i notifyOthers=1 lets interrupted apps resume", access: .none),
             method("\(base)/activation", "what activates the app (osc or signal) and the signal detection: threshold dBFS, attack ms, hold ms, hysteresis dB",
@@ -99,6 +111,8 @@ public struct Namespace {
             method("/system/silent", "the silent switch: silences ambient and soloAmbient apps",
                    type: "i", access: .readWrite, valueOf: "/system/silent", range: [Range(minimum: 0, maximum: 1)]),
             .container("/system/interruption", "outside interruptions (a phone call, an alarm)", [
+                OSCQueryNode(fullPath: "/system/interruption/sources", description: "the outside interruptions under way, comma-separated (read only)",
+                             type: "s", access: .readOnly, value: [.string(outsideInterruptions.joined(separator: ","))]),
                 method("/system/interruption/begin", "an outside interruption begins: s source",
                        type: "s", access: .writeOnly),
                 method("/system/interruption/end", "it ends: s source, i shouldResume",
@@ -126,7 +140,9 @@ public struct Namespace {
 
     private func remoteNode() -> OSCQueryNode {
         .container("/remote", "remote commands, forwarded to the app that owns remote control (Now Playing)",
-                   RemoteCommand.allCases.map { command in
+                   [OSCQueryNode(fullPath: "/remote/nowPlaying", description: "the app remote commands go to now; \"\" when none (read only)",
+                                 type: "s", access: .readOnly, value: [.string(nowPlaying ?? "")])]
+                   + RemoteCommand.allCases.map { command in
                        let path = "/remote/\(command.rawValue)"
                        switch command {
                        case .seek:

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import OSCControl
 import OSCTransport
+import Policy
 
 /// What a request's context carries beyond Hummingbird's: the addresses of its connection (the
 /// allow list reads the peer's; HOST_INFO the local one when bound to every interface).
@@ -31,6 +32,7 @@ struct OSCQueryResponder: HTTPResponder {
 
     let control: AttachedControl
     let configuration: HTTPControlServer.Configuration
+    let page: ControlPage
     let logger: Logger
 
     /// OSCQuery extensions and whether they are built (LISTEN and the path notifications ride on
@@ -53,7 +55,32 @@ struct OSCQueryResponder: HTTPResponder {
             response.headers[.allow] = "GET, HEAD"
             return response
         }
+        // The control page: /ui/, and / for a browser (it asks for HTML; OSCQuery clients do not).
+        let path = request.uri.path
+        if path == "/ui" {
+            var response = Response(status: .permanentRedirect)
+            response.headers[.location] = "/ui/"
+            response.headers[.contentLength] = "0"
+            return response
+        }
+        if path.hasPrefix("/ui/") {
+            return pageFile(path == "/ui/" ? "index.html" : String(path.dropFirst(4)))
+        }
+        if path == "/", (request.uri.query ?? "").isEmpty, request.headers[.accept]?.contains("text/html") == true {
+            return pageFile("index.html")
+        }
         return await answer(request, context: context)
+    }
+
+    private func pageFile(_ name: String) -> Response {
+        guard !page.files.isEmpty else {
+            return text(.notFound, "the control page's files were not found (looked in \(page.searched.joined(separator: ", ")))")
+        }
+        guard let file = page.files[name] else { return text(.notFound, "no such file: /ui/\(name.prefix(128))") }
+        var response = body(.ok, file.data, type: file.contentType)
+        // Always asked again: a page from an older router must not drive a newer one.
+        response.headers[.cacheControl] = "no-cache"
+        return response
     }
 
     private func answer(_ request: Request, context: HTTPRequestContext) async -> Response {
@@ -120,8 +147,10 @@ struct OSCQueryResponder: HTTPResponder {
 extension Namespace {
     /// The namespace as one reading of the control plane sees it.
     init(_ reader: ControlServer.Reader) {
-        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state) },
+        let policy = reader.status.policy
+        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state, why: policy.why($0.name)) },
                   routes: reader.status.routes.map { Route(name: $0.name, volume: $0.volume) },
+                  nowPlaying: reader.status.nowPlaying, outsideInterruptions: reader.status.outsideInterruptions,
                   answer: { try? reader.value($0).get() })
     }
 }

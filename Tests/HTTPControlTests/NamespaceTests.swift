@@ -35,8 +35,9 @@ struct NamespaceTests {
     }
 
     func build(_ answers: Answers = Answers()) -> OSCQueryNode {
-        Namespace(apps: [.init(name: "music", state: "active"), .init(name: "nav", state: "inactive")],
+        Namespace(apps: [.init(name: "music", state: "ducked", why: "ducked by nav"), .init(name: "nav", state: "active")],
                   routes: [.init(name: "speaker", volume: 0.5), .init(name: "headphones", volume: 0.7)],
+                  nowPlaying: "music", outsideInterruptions: ["phone", "alarm"],
                   answer: answers.answer).build()
     }
 
@@ -46,12 +47,12 @@ struct NamespaceTests {
         #expect(root.fullPath == "/" && Set(root.contents?.keys ?? [:].keys) == ["app", "system", "route", "remote", "duck"])
         #expect(Set(try #require(root.node(at: "/app")?.contents).keys) == ["register", "music", "nav"])
         #expect(Set(try #require(root.node(at: "/app/music")?.contents).keys)
-                == ["volume", "gain", "category", "state", "activate", "deactivate", "activation", "remote", "notify", "unregister"])
+                == ["volume", "gain", "category", "state", "why", "activate", "deactivate", "activation", "remote", "notify", "unregister"])
         #expect(Set(try #require(root.node(at: "/route")?.contents).keys) == ["select", "speaker", "headphones"])
         #expect(Set(try #require(root.node(at: "/route/headphones")?.contents).keys) == ["available", "volume"])
         #expect(Set(try #require(root.node(at: "/system")?.contents).keys) == ["volume", "gain", "silent", "interruption"])
-        #expect(Set(try #require(root.node(at: "/system/interruption")?.contents).keys) == ["begin", "end"])
-        #expect(Set(try #require(root.node(at: "/remote")?.contents).keys) == Set(RemoteCommand.allCases.map(\.rawValue)))
+        #expect(Set(try #require(root.node(at: "/system/interruption")?.contents).keys) == ["sources", "begin", "end"])
+        #expect(Set(try #require(root.node(at: "/remote")?.contents).keys) == Set(RemoteCommand.allCases.map(\.rawValue) + ["nowPlaying"]))
         #expect(Set(try #require(root.node(at: "/duck")?.contents).keys) == ["level", "attack", "release"])
         // Every node's FULL_PATH is where it is found.
         func check(_ node: OSCQueryNode) {
@@ -72,7 +73,11 @@ struct NamespaceTests {
         #expect(root.node(at: "/system/volume")?.value == [.float(0.5)], "the route argument of the reply is not part of the value")
         #expect(root.node(at: "/system/silent")?.value == [.int(0)])
         #expect(root.node(at: "/route/headphones/available")?.value == [.int(0)])
-        #expect(root.node(at: "/app/music/state")?.value == [.string("active")] && root.node(at: "/app/music/state")?.access == .readOnly)
+        #expect(root.node(at: "/app/music/state")?.value == [.string("ducked")] && root.node(at: "/app/music/state")?.access == .readOnly)
+        #expect(root.node(at: "/app/music/why")?.value == [.string("ducked by nav")] && root.node(at: "/app/music/why")?.access == .readOnly)
+        #expect(root.node(at: "/app/nav/why")?.value == [.string("")])
+        #expect(root.node(at: "/remote/nowPlaying")?.value == [.string("music")])
+        #expect(root.node(at: "/system/interruption/sources")?.value == [.string("phone,alarm")])
         #expect(root.node(at: "/route/headphones/volume")?.value == [.float(0.7)])
         // nav has no answers here: its settable nodes carry no VALUE rather than a made-up one.
         #expect(root.node(at: "/app/nav/volume")?.value == nil && root.node(at: "/app/nav/volume")?.access == .readWrite)
@@ -98,7 +103,7 @@ struct NamespaceTests {
         #expect(text.contains("\"VALUE\":[0.8]"), "\(text)")
         #expect((volume["RANGE"] as? [[String: Any]])?.first as? NSDictionary == ["MIN": 0, "MAX": 1])
         let music = try #require(root.node(at: "/app/music")).jsonObject()
-        #expect(music["ACCESS"] == nil && music["TYPE"] == nil && (music["CONTENTS"] as? [String: Any])?.count == 10)
+        #expect(music["ACCESS"] == nil && music["TYPE"] == nil && (music["CONTENTS"] as? [String: Any])?.count == 11)
         let category = try #require(root.node(at: "/app/music/category")).jsonObject()
         let ranges = try #require(category["RANGE"] as? [Any])
         #expect(ranges.count == 3 && ((ranges[0] as? [String: Any])?["VALS"] as? [String]) == Category.allCases.map(\.rawValue))

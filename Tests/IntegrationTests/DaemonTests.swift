@@ -131,7 +131,7 @@ struct DaemonTests {
         }
     }
 
-    @Test("the committed fuzz corpora (Tests/FuzzCorpus, crashes found by make fuzz among them) replay without a crash", arguments: ["FuzzOSC", "FuzzSessionFile"])
+    @Test("the committed fuzz corpora (Tests/FuzzCorpus, crashes found by make fuzz among them) replay without a crash", arguments: ["FuzzOSC", "FuzzSessionFile", "FuzzOSCQuery"])
     func fuzzCorpus(target: String) throws {
         let process = Process()
         process.executableURL = DaemonTests.binary.deletingLastPathComponent().appendingPathComponent(target)

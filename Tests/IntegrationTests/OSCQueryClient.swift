@@ -1,17 +1,17 @@
 import Foundation
 
-/// Drives Resources/oscquery_client.py, an OSCQuery client written from the proposal in Python
-/// (urllib, websocket-client, python-osc): one JSON array per request, JSON objects back.
-final class OSCQueryClient {
+/// A helper script of Resources/ run with python3, spoken to in lines: one JSON array per
+/// request on its stdin, one JSON object per line on its stdout.
+final class JSONLineScript {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
     private var pending = Data()
 
-    init(httpPort: Int) throws {
+    init(_ script: String, _ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/oscquery_client.py")
-        process.arguments = ["python3", script.path, "127.0.0.1", "\(httpPort)"]
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/\(script)")
+        process.arguments = ["python3", path.path] + arguments
         process.standardInput = input
         process.standardOutput = output
         try process.run()
@@ -19,10 +19,11 @@ final class OSCQueryClient {
 
     deinit {
         try? input.fileHandleForWriting.close()
-        finish(process)
+        finish(process, timeout: 20)
     }
 
-    private func readLine() -> [String: Any]? {
+    /// The next line; nil when the script has ended.
+    func readLine() -> [String: Any]? {
         while true {
             if let newline = pending.firstIndex(of: 10) {
                 let line = pending[..<newline]
@@ -35,17 +36,36 @@ final class OSCQueryClient {
         }
     }
 
-    private func write(_ request: [Any]) {
+    func write(_ request: [Any]) {
         let data = try! JSONSerialization.data(withJSONObject: request)
         try? input.fileHandleForWriting.write(contentsOf: data + Data("\n".utf8))
     }
+
+    /// Sends a request answered by one line; nil if the script died.
+    @discardableResult
+    func call(_ request: [Any]) -> [String: Any]? {
+        write(request)
+        return readLine()
+    }
+}
+
+/// Drives Resources/oscquery_client.py, an OSCQuery client written from the proposal in Python
+/// (urllib, websocket-client, python-osc): one JSON array per request, JSON objects back.
+final class OSCQueryClient {
+    private let script: JSONLineScript
+
+    init(httpPort: Int) throws {
+        script = try JSONLineScript("oscquery_client.py", ["127.0.0.1", "\(httpPort)"])
+    }
+
+    private func readLine() -> [String: Any]? { script.readLine() }
+    private func write(_ request: [Any]) { script.write(request) }
 
     /// Sends a request answered by one line (hostinfo, get, connect, chataigne, listen, ignore,
     /// text, binary_hex, osc, close); nil if the client died.
     @discardableResult
     func call(_ request: Any...) -> [String: Any]? {
-        write(request)
-        return readLine()
+        script.call(request)
     }
 
     /// Sends an OSC message over the WebSocket: `osc("/app/music/volume", ("f", 0.5))`.

@@ -40,7 +40,15 @@ struct ScaleTests {
             return app
         }
         let router = try Router(configuration: Router.Configuration(session: session, server: server.name))
-        defer { router.stop() }
+        // The test's own clients close before the router: PipeWire 0.3.65's libjack once spun in
+        // jack_port_unregister (the router closing its 528 ports, at 100% CPU, for minutes) while
+        // the sink client's thread in this same process waited for libjack's global lock. One
+        // JACK client per process, as in the daemon, never meets that.
+        defer {
+            source.close()
+            sink.close()
+            router.stop()
+        }
         try waitFor("the route and app connections", timeout: 20) {
             sink.client.connections(of: "sink:in_1").contains("duckrouter:route0_out_1")
                 && source.client.connections(of: "source:R").contains("duckrouter:app255_in_2")

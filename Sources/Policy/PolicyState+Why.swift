@@ -1,0 +1,25 @@
+/// Why an app is not heard as it would be alone: the words a person reads beside it (the control
+/// page, OSCQuery's `/app/<app>/why`). Pure: read from the state, as the mix is.
+extension PolicyState {
+    /// "ducked by nav", "interrupted by phone", "silenced by the silent switch"…; "" when
+    /// nothing holds the app back (active, inactive, listening) or no app has that name.
+    public func why(_ name: String) -> String {
+        guard let app = app(name), let mix = Mix(of: self).apps[name] else { return "" }
+        switch mix.state {
+        case .ducked:
+            return mix.duckRule.map { "ducked by \($0.ducker)" } ?? "ducked"
+        case .silenced:
+            return "silenced by the silent switch"
+        case .interrupted:
+            guard case let .interrupted(by) = app.activity else { return "interrupted" }
+            switch by {
+            case let .app(other): return "interrupted by \(other)"
+            case let .spokenAudio(other): return "interrupted by \(other) (spoken audio)"
+            case let .outside(source): return "interrupted by \(source) (outside)"
+            case let .routeDisconnected(route): return "paused: \(route) went away"
+            }
+        default:
+            return ""
+        }
+    }
+}

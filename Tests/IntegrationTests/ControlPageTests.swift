@@ -1,0 +1,87 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// Issue 17: the control page in a real browser (headless Chromium through selenium,
+/// Resources/control_page.py) against the running daemon under jackd, with audio measured at
+/// JACK ports and changes made over OSC and by plugging ports.
+@Suite("The control page in a browser", .serialized)
+struct ControlPageTests {
+    /// The routes: the speaker on the recorder, the headphones on a client of their own that the
+    /// test plugs and unplugs.
+    static let routes = """
+        {"name": "speaker", "ports": ["recorder:speaker_1", "recorder:speaker_2"]},
+        {"name": "headphones", "ports": ["phones:in_1", "phones:in_2"], "private": true}
+        """
+
+    /// Where the screenshots go (not committed): .build/screenshots.
+    static let screenshots = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/screenshots")
+
+    @Test("the page lists the session's apps and routes; music's fader at 0.5 is -18 dB at the sink; nav activated over OSC shows music ducked by nav within 200 ms; plugging and unplugging the headphones moves the route picker; the page's switches reach the router")
+    func page() throws {
+        let rig = try OSCRig(routes: Self.routes, http: true)
+        defer { rig.close() }
+        try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
+        let browser = try JSONLineScript("control_page.py", ["http://127.0.0.1:\(rig.httpPort)/"])
+        let opened = try #require(browser.call(["open", 1280, 800]))
+        #expect(opened["live"] as? Bool == true, "\(opened)")
+        #expect(opened["apps"] as? [String] == ["game", "music", "nav"])
+        #expect(opened["routes"] as? [String] == ["headphones", "speaker"])
+        #expect(opened["current"] as? String == "speaker")
+        #expect(browser.call(["text", ".strip[data-app=music] .state"])?["text"] as? String == "active")
+
+        // The fader: 0.5 is -18.06 dB (cubic taper), measured at the speaker's sink.
+        rig.play(music: 0.5)
+        rig.expectLevel(.speaker1, 0.5)
+        _ = browser.call(["fader", "music", 0.5])
+        let level = rig.level(.speaker1, reaching: 0.5 * 0.125, within: 0.5 * 0.125 * 0.035)
+        let decibels = 20 * log10(Double(level) / 0.5)
+        print("ControlPageTests: music's fader at 0.5 → \(String(format: "%.2f", decibels)) dB at recorder:speaker_1")
+        #expect(abs(decibels - -18.06) < 0.3, "\(decibels) dB")
+        #expect(try rig.query("/app/music/volume")?.arguments == [.string("/app/music/volume"), .float(0.5)])
+
+        // nav activated over OSC: the page says music is ducked by nav.
+        browser.write(["wait_text", ".strip[data-app=music] .why", "ducked by nav", 3])
+        let started = Date()
+        #expect(try rig.query("/app/nav/activate")?.path == "/reply")
+        let ducked = try #require(browser.readLine())
+        let latency = Date().timeIntervalSince(started)
+        print("ControlPageTests: 'ducked by nav' on the page \(String(format: "%.0f", latency * 1000)) ms after the OSC command was sent")
+        #expect(ducked["found"] as? Bool == true)
+        #expect(latency < 0.2, "\(latency) s")
+        #expect(browser.call(["attr", ".strip[data-app=music]", "data-state"])?["value"] as? String == "ducked")
+        _ = browser.call(["screenshot", Self.screenshots.appendingPathComponent("control-page-1280x800.png").path])
+        _ = browser.call(["size", 390, 844])
+        _ = browser.call(["screenshot", Self.screenshots.appendingPathComponent("control-page-390x844.png").path])
+        _ = browser.call(["size", 1280, 800])
+        #expect(try rig.query("/app/nav/deactivate")?.path == "/reply")
+        #expect(browser.call(["wait_attr", ".strip[data-app=music]", "data-state", "active", 2])?["found"] as? Bool == true)
+
+        // The silent switch on the page silences the ambient game.
+        _ = browser.call(["click", "#silent"])
+        try waitFor("the silent switch on") { (try? rig.query("/system/silent"))??.arguments.last == .int32(1) }
+        #expect(browser.call(["wait_attr", ".strip[data-app=game]", "data-state", "silenced", 2])?["found"] as? Bool == true)
+        _ = browser.call(["click", "#silent"])
+        try waitFor("the silent switch off") { (try? rig.query("/system/silent"))??.arguments.last == .int32(0) }
+
+        // Headphones plugged: last in wins, the picker follows; unplugged: back to the speaker,
+        // and music (which played on the private route) is paused, as the page says.
+        var phones: TestClient? = try TestClient(name: "phones", server: rig.server.name, inputs: ["in_1", "in_2"])
+        #expect(browser.call(["wait_attr", "[data-route=headphones]", "aria-pressed", "true", 3])?["found"] as? Bool == true)
+        phones?.close()
+        phones = nil
+        #expect(browser.call(["wait_attr", "[data-route=speaker]", "aria-pressed", "true", 3])?["found"] as? Bool == true)
+        #expect(browser.call(["wait_text", ".strip[data-app=music] .why", "headphones went away", 3])?["found"] as? Bool == true)
+        #expect(browser.call(["attr", "[data-route=headphones]", "disabled"])?["value"] as? String != nil, "an absent route cannot be picked")
+
+        // The page's own controls reach the router.
+        _ = browser.call(["click", ".strip[data-app=nav] .activate"])
+        try waitFor("nav active") { (try? rig.settings())?["apps"].flatMap { ($0 as? [[String: Any]])?.first { $0["name"] as? String == "nav" }?["state"] as? String } == "active" }
+        #expect(browser.call(["wait_text", ".strip[data-app=nav] .activate", "Deactivate", 2])?["found"] as? Bool == true)
+        let errors = browser.call(["console"])?["errors"] as? [String] ?? ["no answer"]
+        #expect(errors.isEmpty, "\(errors)")
+        _ = browser.call(["quit"])
+    }
+}
