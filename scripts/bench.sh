@@ -5,7 +5,11 @@
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
 # Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
 # and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
-#   BENCH_PARTS chooses what runs (default "kernel denormals router scale osc pipewire").
+#   BENCH_PARTS chooses what runs (default "kernel denormals router scale osc websocket pipewire").
+# websocket: the router with 16 active apps, alone and with WS_CLIENTS (default 20) control-page
+# clients on its WebSocket (scripts/ws-listener.py: every value LISTENed, meters at 20 Hz),
+# alternating RUNS times: the router's whole CPU and its process callback's mean / p99 / max
+# (scripts/proctime.c), and the frames the clients got. websocket.md.
 # denormals: the Swift kernel on normal and subnormal signals with flush-to-zero/denormals-are-zero
 # off and on, and the engine's whole cycle (duckbench --denormals; DENORMAL_RUNS, default 21).
 # scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
@@ -32,7 +36,7 @@ mkdir -p "$out"
 # dies uncleanly keeps its entry unless a later server takes the same name.
 server="duckbench"
 export JACK_DEFAULT_SERVER=$server
-parts=" ${BENCH_PARTS:-kernel denormals router scale osc pipewire} "
+parts=" ${BENCH_PARTS:-kernel denormals router scale osc websocket pipewire} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
@@ -190,7 +194,7 @@ cpu_per_cycle() {
     python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
 }
 
-if part router || part scale || part osc; then
+if part router || part scale || part osc || part websocket; then
 if ! start_jackd; then
     # "Too many servers already active": JACK's table holds entries of servers that died. The
     # benchmark never deletes JACK's shared memory itself (another program's server may own it).
@@ -392,6 +396,62 @@ pids+=("$pid")
 .build/release/oscbench --server "$server" --port "$oscport" --messages "${OSC_MESSAGES:-1000}" \
     --flood-seconds "${OSC_FLOOD_SECONDS:-5}" --markdown "$out/osc.md" | tee "$out/osc.txt"
 kill -INT "$pid"; wait "$pid" || true
+fi
+
+if part websocket; then
+clients=${WS_CLIENTS:-20}
+echo "== The WebSocket: the router alone and with $clients control-page clients (meters at 20 Hz, every value listened), $runs runs of ${scale_seconds}s each"
+build_proctime
+python3 - > "$out/ws-session.json" <<'PY'
+import json
+print(json.dumps({
+    "routes": [{"name": "speaker", "ports": ["system:playback_1", "system:playback_2"]}],
+    "apps": [{"name": f"app{a:02d}", "category": "ambient", "active": True, "connect": ["feeder:output1", "feeder:output2"]}
+             for a in range(1, 17)],
+}))
+PY
+httpport=$(( 30000 + $$ % 20000 ))
+rm -f "$out/proctime-ws.txt"
+PROCTIME_OUT="$out/proctime-ws.txt" LD_PRELOAD="$PWD/$out/proctime.so" \
+    .build/release/duckrouter --server "$server" --log-level warning --http-port "$httpport" --osc-port $(( httpport + 1 )) \
+    "$out/ws-session.json" 2>>"$out/duckrouter-ws.log" &
+router=$!
+pids+=("$router")
+for _ in $(seq 100); do
+    python3 -c "import urllib.request, sys; urllib.request.urlopen(sys.argv[1], timeout=1)" "http://127.0.0.1:$httpport/?HOST_INFO" 2>/dev/null && break
+    sleep 0.1
+done
+alone=(); with=(); alone_p99=(); with_p99=(); received=()
+{
+echo "| run | alone: CPU µs per cycle | callback mean / p99 / max µs | with $clients clients: CPU µs per cycle | callback mean / p99 / max µs | frames per client per second |"
+echo "|---|---|---|---|---|---|"
+} > "$out/websocket.md"
+for run in $(seq "$runs"); do
+    read -r _ a_mean a_p99 a_max a_cpu < <(timed_window "$out/proctime-ws.txt" "$router")
+    listeners=()
+    for k in $(seq "$clients"); do
+        python3 scripts/ws-listener.py 127.0.0.1 "$httpport" "$out/ws-listener-$k.txt" &
+        listeners+=("$!")
+    done
+    read -r _ w_mean w_p99 w_max w_cpu < <(timed_window "$out/proctime-ws.txt" "$router")
+    for pid in "${listeners[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; done
+    rate_per_client=$(cat "$out"/ws-listener-*.txt | awk '{ f += $1; s += $2 } END { if (s > 0) printf "%.1f", f / s; else print "?" }')
+    rm -f "$out"/ws-listener-*.txt
+    echo "run $run: alone $a_cpu µs/cycle (callback $a_mean / $a_p99 / $a_max µs), with $clients clients $w_cpu µs/cycle (callback $w_mean / $w_p99 / $w_max µs), $rate_per_client frames/s per client"
+    echo "| $run | $a_cpu | $a_mean / $a_p99 / $a_max | $w_cpu | $w_mean / $w_p99 / $w_max | $rate_per_client |" >> "$out/websocket.md"
+    alone+=("$a_cpu"); with+=("$w_cpu"); alone_p99+=("$a_p99"); with_p99+=("$w_p99"); received+=("$rate_per_client")
+done
+kill -INT "$router"; wait "$router" || true
+python3 - "$period" "$rate" "${alone[*]}" "${with[*]}" "${alone_p99[*]}" "${with_p99[*]}" <<'PY' | tee -a "$out/websocket.md"
+import statistics, sys
+period, rate = int(sys.argv[1]), int(sys.argv[2])
+alone, with_, ap, wp = ([float(x) for x in arg.split()] for arg in sys.argv[3:7])
+cycle_us = period / rate * 1e6
+extra = statistics.median(with_) - statistics.median(alone)
+print(f"\nMedians: alone {statistics.median(alone):.1f} µs of CPU per {cycle_us:.0f} µs cycle, with clients "
+      f"{statistics.median(with_):.1f}: +{extra:.1f} µs per cycle = {extra / cycle_us * 100:.2f}% of one core; "
+      f"callback p99 {statistics.median(ap):.1f} µs alone, {statistics.median(wp):.1f} µs with clients.")
+PY
 fi
 
 if part pipewire; then

@@ -19,6 +19,10 @@ import OSCTransport
 /// that never reads holds at most `queueLimit` bytes and delays nobody; it is closed by the
 /// WebSocket's pings.
 struct WebSocketSession {
+    /// OSC packets of one WebSocket handed to the OSC server and not yet run, past which it is
+    /// not read until some have run.
+    static let maximumBacklog = 256
+
     let control: ControlServer
     let hub: ListenHub
     let peer: OSCTransport.SocketAddress
@@ -28,9 +32,10 @@ struct WebSocketSession {
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
         let queue = OutboundQueue(limit: queueLimit)
-        let id = control.openStream(from: peer, admin: true) { packet, conflatable in
+        let stream = control.openStream(from: peer, admin: true) { packet, conflatable in
             queue.push(.binary(packet), conflatable: conflatable)
         }
+        let id = stream.id
         await hub.add(id, queue: queue)
         logger.info("WebSocket opened", metadata: ["peer": "\(peer)", "connection": "\(id)"])
         await withTaskGroup(of: Void.self) { group in
@@ -46,20 +51,26 @@ struct WebSocketSession {
                     }
                 }
             }
-            await read(inbound, id: id, queue: queue)
+            await read(inbound, stream: stream, queue: queue)
             queue.close()
         }
-        control.closeStream(id)
+        control.closeStream(stream)
         await hub.remove(id)
         logger.info("WebSocket closed", metadata: ["peer": "\(peer)", "connection": "\(id)"])
     }
 
-    private func read(_ inbound: WebSocketInboundStream, id: Int, queue: OutboundQueue) async {
+    private func read(_ inbound: WebSocketInboundStream, stream: OSCServer.StreamHandle, queue: OutboundQueue) async {
+        let id = stream.id
         do {
             for try await message in inbound.messages(maxSize: maximumMessageBytes) {
                 switch message {
                 case let .binary(buffer):
-                    control.receive(Array(buffer.readableBytesView), onStream: id)
+                    control.receive(Array(buffer.readableBytesView), on: stream)
+                    // A peer that sends faster than its commands run waits here, not reading:
+                    // its TCP window closes and it slows down; nobody else waits for it.
+                    while stream.backlog >= Self.maximumBacklog, !Task.isCancelled {
+                        try await Task.sleep(for: .milliseconds(2))
+                    }
                 case let .text(text):
                     switch OSCQueryCommand.decode(text) {
                     case let .success(.listen(path)):

@@ -7,20 +7,20 @@ extension ControlServer {
     /// Opens a stream for a peer at `address` (see `OSCServer.openStream`); returns its id.
     /// - Parameter admin: the peer has a person's rights, as an `osc.admin` address: it may
     ///   control any app, whoever registered it (the control page).
-    public func openStream(from address: SocketAddress, admin: Bool, outlet: @escaping OSCServer.Outlet) -> Int {
-        let id = server.openStream(from: address, outlet: outlet)
-        if admin { server.execute { [self] in adminStreams.insert(id) } }
-        return id
+    public func openStream(from address: SocketAddress, admin: Bool, outlet: @escaping OSCServer.Outlet) -> OSCServer.StreamHandle {
+        let handle = server.openStream(from: address, outlet: outlet)
+        if admin { server.execute { [self] in adminStreams.insert(handle.id) } }
+        return handle
     }
 
     /// One OSC packet from the stream's peer, handled as if it came over TCP.
-    public func receive(_ packet: [UInt8], onStream id: Int) {
-        server.receive(packet, onStream: id)
+    public func receive(_ packet: [UInt8], on stream: OSCServer.StreamHandle) {
+        server.receive(packet, on: stream)
     }
 
     /// The stream has ended (its apps become unowned, its subscriptions end).
-    public func closeStream(_ id: Int) {
-        server.closeStream(id)
+    public func closeStream(_ stream: OSCServer.StreamHandle) {
+        server.closeStream(stream)
     }
 
     /// Calls `observer` (on the OSC server's thread; it must not block) after anything that may

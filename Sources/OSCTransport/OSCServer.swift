@@ -220,6 +220,7 @@ public final class OSCServer: @unchecked Sendable {
 
     private func run() {
         var nextTick = OSCServer.nowMilliseconds() + Int64(tickMilliseconds)
+        var streamsWaiting = false
         while running.load(ordering: .acquiring) {
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: udp, events: Int16(POLLIN), revents: 0),
@@ -231,7 +232,8 @@ public final class OSCServer: @unchecked Sendable {
                 if c.connecting || !c.output.isEmpty { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: c.fd, events: events, revents: 0))
             }
-            let timeout = Int32(max(0, min(Int64(tickMilliseconds), nextTick - OSCServer.nowMilliseconds())))
+            // Packets of streams still waiting: look at the sockets and come straight back.
+            let timeout = streamsWaiting ? 0 : Int32(max(0, min(Int64(tickMilliseconds), nextTick - OSCServer.nowMilliseconds())))
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 && errno != EINTR { onProblem("poll failed: \(errorText())") }
             if fds[0].revents != 0 {
@@ -248,6 +250,7 @@ public final class OSCServer: @unchecked Sendable {
             // Work handed in (packets of streams among it) is part of this burst; work it queues
             // wakes the next turn.
             runTasks()
+            streamsWaiting = serviceStreams()
             onBurstEnd()
             let now = OSCServer.nowMilliseconds()
             if now >= nextTick {

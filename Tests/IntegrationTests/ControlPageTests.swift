@@ -24,6 +24,7 @@ struct ControlPageTests {
         let rig = try OSCRig(routes: Self.routes, http: true)
         defer { rig.close() }
         try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
+        #expect(rig.log.contains("control page: http://127.0.0.1:\(rig.httpPort)/"), "the daemon says where the page is")
         let browser = try JSONLineScript("control_page.py", ["http://127.0.0.1:\(rig.httpPort)/"])
         let opened = try #require(browser.call(["open", 1280, 800]))
         #expect(opened["live"] as? Bool == true, "\(opened)")

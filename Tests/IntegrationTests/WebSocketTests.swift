@@ -155,6 +155,38 @@ struct WebSocketTests {
         rig.expectLevel(.speaker1, 0.5)
     }
 
+    @Test("100 WebSockets asked for at once: 64 are opened and hold their slots, the others get 503 at once; OSC and audio go on; closed, the slots come back")
+    func hundredAtOnce() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        let request = Data(("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(rig.httpPort)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        for _ in 0..<100 { sockets.append(try HTTPClient.connection(port: rig.httpPort, request, timeout: 5)) }
+        /// The status of the first answer on `fd`.
+        func status(_ fd: Int32) -> Int? {
+            var received = Data()
+            var byte: UInt8 = 0
+            while received.last != 10, received.count < 200, recv(fd, &byte, 1, 0) == 1 { received.append(byte) }
+            let parts = String(decoding: received, as: UTF8.self).split(separator: " ")
+            return parts.count >= 2 ? Int(parts[1]) : nil
+        }
+        let statuses = sockets.map(status)
+        let opened = statuses.filter { $0 == 101 }.count
+        let refused = statuses.filter { $0 == 503 }.count
+        print("WebSocketTests: 100 upgrades at once: \(opened) opened, \(refused) answered 503")
+        #expect(opened == 64 && refused == 36, "\(statuses)")
+        #expect(try rig.query("/route/select")?.arguments == [.string("/route/select"), .string("speaker")], "OSC still answers")
+        rig.expectLevel(.speaker1, 0.5)
+        let busy = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", timeout: 3)
+        #expect(busy.status == 503, "every slot is held by a WebSocket")
+        for fd in sockets { close(fd) }
+        sockets.removeAll()
+        try waitFor("the slots to come back") { (try? HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", timeout: 2))?.status == 200 }
+    }
+
     @Test("a WebSocket that never reads while it asks for meters and floods requests delays nobody: OSC answers, audio plays, other listeners get their changes, the daemon's memory stays bounded")
     func neverReading() throws {
         let rig = try OSCRig(http: true)

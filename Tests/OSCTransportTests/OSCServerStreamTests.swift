@@ -32,15 +32,20 @@ struct OSCServerStreamTests {
             server.send([9], to: server.destination(peer), conflatable: true)
         })
         let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
-        let id = server.openStream(from: address) { bytes, conflatable in
+        let stream = server.openStream(from: address) { bytes, conflatable in
             seen.lock.withLock { seen.out.append((bytes, conflatable)) }
             return true
         }
-        for k in 0..<50 { server.receive([UInt8(k), 1, 2], onStream: id) }
-        server.closeStream(id)
-        server.closeStream(id)
+        let id = stream.id
+        for k in 0..<50 { server.receive([UInt8(k), 1, 2], on: stream) }
+        let handled = DispatchSemaphore(value: 0)
+        server.execute { handled.signal() }
+        #expect(handled.wait(timeout: .now() + 5) == .success)
+        try waitUntil { stream.backlog == 0 }
+        server.closeStream(stream)
+        server.closeStream(stream)
         #expect(closed.wait(timeout: .now() + 5) == .success)
-        server.receive([7], onStream: id)   // after close: dropped
+        server.receive([7], on: stream)   // after close: dropped
         let done = DispatchSemaphore(value: 0)
         server.execute { done.signal() }
         #expect(done.wait(timeout: .now() + 5) == .success)
@@ -53,5 +58,39 @@ struct OSCServerStreamTests {
             #expect(seen.closed.map(\.connection) == [id])
         }
         #expect(!server.isConnected(OSCServer.Peer(transport: .tcp, address: address, connection: id)))
+        #expect(stream.backlog == 0)
+    }
+
+    @Test("a stream that hands in thousands of packets at once shares the thread: a UDP packet sent meanwhile is handled before they are all done")
+    func fairness() throws {
+        var configuration = OSCServer.Configuration()
+        configuration.port = 0
+        let server = try OSCServer(configuration: configuration)
+        defer { server.stop() }
+        let order = Seen()
+        server.start { bytes, peer in
+            usleep(200)   // each stream packet costs 0.2 ms: 2000 of them 0.4 s
+            order.lock.withLock { order.packets.append((bytes, peer)) }
+        }
+        let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
+        let stream = server.openStream(from: address) { _, _ in true }
+        for _ in 0..<2000 { server.receive([1], on: stream) }
+        #expect(stream.backlog > 0)
+        let udp = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: server.port))
+        try udp.send(OSCMessage("/ping"))
+        try waitUntil(timeout: 10) { stream.backlog == 0 }
+        order.lock.withLock {
+            let position = order.packets.firstIndex { $0.peer.transport == .udp }
+            #expect(position != nil && position! < 1900, "the UDP packet was handled at position \(String(describing: position)) of 2001")
+        }
+    }
+
+    /// Waits for `condition` (polling), failing after `timeout` seconds.
+    func waitUntil(timeout: Double = 5, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { throw CancellationError() }
+            usleep(1000)
+        }
     }
 }

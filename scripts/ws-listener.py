@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""make bench (part websocket): one browser's worth of a WebSocket client, as the control page
+behaves: reads the namespace, LISTENs to every readable value, asks for meters at 20 Hz over OSC,
+then reads everything the router sends until killed. On SIGTERM prints "frames seconds" (what it
+received, for how long) to the file named as its third argument.
+
+Usage: ws-listener.py HOST HTTP_PORT OUTPUT_FILE
+"""
+import json
+import signal
+import struct
+import sys
+import time
+import urllib.request
+
+import websocket
+
+host, port, output = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+root = json.load(urllib.request.urlopen(f"http://{host}:{port}/", timeout=5))
+
+
+def walk(node):
+    yield node
+    for child in (node.get("CONTENTS") or {}).values():
+        yield from walk(child)
+
+
+ws = websocket.create_connection(f"ws://{host}:{port}/", timeout=5)
+for node in walk(root):
+    if "VALUE" in node and node.get("ACCESS", 0) & 1:
+        ws.send(json.dumps({"COMMAND": "LISTEN", "DATA": node["FULL_PATH"]}))
+
+
+def osc_string(text):
+    data = text.encode() + b"\0"
+    return data + b"\0" * (-len(data) % 4)
+
+
+ws.send_binary(osc_string("/meters") + osc_string(",f") + struct.pack(">f", 20.0))
+frames = 0
+started = time.monotonic()
+
+
+def stop(*_):
+    with open(output, "w") as f:
+        f.write(f"{frames} {time.monotonic() - started:.3f}\n")
+    sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
+ws.settimeout(None)
+while True:
+    ws.recv_data()
+    frames += 1
