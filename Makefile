@@ -2,10 +2,11 @@
 
 SWIFT    ?= swift
 SESSION  ?= Sessions/default.json
-DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack
+DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack libavahi-client-dev
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
-# The control page's tests drive a real browser.
-TEST_PACKAGES   := chromium chromium-driver
+# The control page's tests drive a real browser; the zeroconf test runs its own avahi daemon
+# (on a private D-Bus, in a network namespace of its own) and browses with avahi-browse.
+TEST_PACKAGES   := chromium chromium-driver avahi-daemon avahi-utils dbus iproute2
 
 .PHONY: all deps build release run test test-pipewire tsan bench fuzz soak clean
 

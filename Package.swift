@@ -34,6 +34,8 @@ let package = Package(
                        providers: [.apt(["libjack-jackd2-dev"])]),
         .systemLibrary(name: "CLiblo", pkgConfig: "liblo",
                        providers: [.apt(["liblo-dev"])]),
+        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client",
+                       providers: [.apt(["libavahi-client-dev"])]),
 
         // The real-time engine: mix plans, gain ramps, the mix kernel family, meters, SPSC queues.
         // Optimised in debug builds too: the process callback must meet JACK's deadline in the
@@ -72,6 +74,9 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Resources/ui")]),
+        // Zeroconf: the router's OSC and OSCQuery services published through the avahi daemon.
+        // The only importer of CAvahi.
+        .target(name: "Zeroconf", dependencies: ["CAvahi", .product(name: "Logging", package: "swift-log")]),
         // Session files: loading and validation, the state file, and the NSM client.
         .target(name: "SessionStore", dependencies: ["Policy", "OSCTransport"]),
         // The control thread: turns the session and runtime changes into mix plans.
@@ -81,7 +86,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "duckrouter", dependencies: [
-            "RouterCore", "SessionStore", "JackHost", "OSCControl", "HTTPControl",
+            "RouterCore", "SessionStore", "JackHost", "OSCControl", "HTTPControl", "Zeroconf",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import HTTPControl
+import Zeroconf
 import JackHost
 import Logging
 import OSCControl
@@ -289,6 +290,17 @@ struct Run: ParsableCommand {
             logger.info("HTTP off (http.port 0)")
         }
 
+        // Zeroconf (docs/HTTP.md): OSC and OSCQuery published through avahi, unless the router
+        // listens on a loopback address only.
+        let services = Advertiser.services(bind: oscConfiguration.bind, oscPort: control.port,
+                                           httpPort: http.map { UInt16(clamping: $0.configuration.port) })
+        let advertiser = Advertiser(name: router.jackClientName(), services: services)
+        if services.isEmpty {
+            logger.info("zeroconf: not advertised: OSC and HTTP listen on \(oscConfiguration.bind) only (osc.bind)")
+        } else {
+            advertiser.start()
+        }
+
         let fileSession = FileSession(loaded)
         reload.set { [sessionPath] in
             logger.info("SIGHUP: reloading the session file", metadata: ["file": "\(sessionPath)"])
@@ -328,6 +340,7 @@ struct Run: ParsableCommand {
         // Not dispatchMain(): on Linux it leaves the main thread waiting in sigsuspend with every
         // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
         stopRequested.wait()
+        advertiser.stop()
         http?.stop()
         control.stop()
         router.stop()      // hands over a pending save

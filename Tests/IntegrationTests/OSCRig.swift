@@ -230,12 +230,15 @@ func daemonArguments(_ arguments: [String]) -> [String] {
 }
 
 /// Starts the built daemon with `arguments` (and `environment`, else the test's), its stderr
-/// appended to `log` (which must exist).
+/// appended to `log` (which must exist). Its D-Bus system bus is a socket that does not exist:
+/// a test daemon bound to every interface never reaches this machine's avahi daemon, so it never
+/// advertises itself on the network (ZeroconfTests runs an avahi daemon of its own).
 func launchDaemon(_ arguments: [String], log: URL, environment: [String: String]? = nil) throws -> Process {
     let daemon = Process()
     daemon.executableURL = DaemonTests.binary
     daemon.arguments = daemonArguments(arguments)
-    if let environment { daemon.environment = environment }
+    daemon.environment = (environment ?? ProcessInfo.processInfo.environment)
+        .merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/duckrouter-tests-have-no-system-bus"]) { $1 }
     let handle = try FileHandle(forWritingTo: log)
     defer { try? handle.close() }
     handle.seekToEndOfFile()

@@ -216,17 +216,16 @@ struct RouteGraphTests {
         try waitFor("the tone generator to be connected when it starts") {
             sources("synth_in_1") == ["tone:out_1"] && sources("synth_in_2") == ["tone:out_2"] && sources("strict_in_1") == ["tone:out_1"]
         }
-        // A person patches more by hand. One client's requests are carried out in order, so once
-        // the second connection is seen the first has been made (and, on the exclusive app,
-        // perhaps already undone): waiting for the second first keeps the check below from
-        // passing before the hand-made connection to the exclusive app existed (PipeWire shows
+        // A person patches more by hand. The router says when it undoes a connection to an
+        // exclusive app: waiting for that line (not only for the port to show none) keeps the
+        // check from passing before the hand-made connection existed at all (PipeWire shows
         // connections to other clients a little later than jackd).
-        try rig.source.connect("source:extra_R", to: "duckrouter:strict_in_1")
         try rig.source.connect("source:extra_L", to: "duckrouter:synth_in_1")
-        try waitFor("the hand-made connection to the app that is not exclusive to be seen") {
-            sources("synth_in_1") == ["tone:out_1", "source:extra_L"]
+        try rig.source.connect("source:extra_R", to: "duckrouter:strict_in_1")
+        try waitFor("the exclusive app to drop the hand-made connection") {
+            rig.log.split(separator: "\n").contains { $0.contains("removed a connection to an exclusive app") && $0.contains("source:extra_R") }
+                && sources("strict_in_1") == ["tone:out_1"] && sources("synth_in_1") == ["tone:out_1", "source:extra_L"]
         }
-        try waitFor("the exclusive app to drop the hand-made connection") { sources("strict_in_1") == ["tone:out_1"] }
         #expect(sources("synth_in_1") == ["tone:out_1", "source:extra_L"], "kept on the app that is not exclusive")
 
         // The tone generator quits and starts again.
