@@ -70,8 +70,14 @@ struct HTTPControlChannel: ServerChildChannel {
                         try? channel.pipeline.syncOperations.context(handlerType: HTTPServerProtocolErrorHandler.self)] {
             if let context { channel.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
         }
-        let session = WebSocketSession(control: control, hub: hub, peer: peer, queueLimit: configuration.webSocketQueueBytes,
-                                       maximumMessageBytes: configuration.maximumWebSocketMessageBytes, logger: logger)
+        // The control page's own WebSocket (it passed the Origin check with an Origin: a browser
+        // showing this router's page) has a person's rights; other clients are as OSC over TCP
+        // (rights over any app only from an osc.admin address).
+        let session = WebSocketSession(control: control, hub: hub, channel: channel, peer: peer,
+                                       admin: request.headerFields[.origin] != nil,
+                                       queueLimit: configuration.webSocketQueueBytes,
+                                       maximumMessageBytes: configuration.maximumWebSocketMessageBytes,
+                                       stallSeconds: configuration.webSocketPingSeconds, logger: logger)
         return .upgrade([:], { inbound, outbound, _ in await session.run(inbound: inbound, outbound: outbound) })
     }
 }
@@ -102,14 +108,8 @@ final class CloseOnHTTPError: ChannelInboundHandler, RemovableChannelHandler {
 public enum WebSocketOrigin {
     /// Why the upgrade is refused, or nil.
     public static func refusal(host: String?, origin: String?, machineNames: [String]) -> String? {
-        guard let host, let hostName = hostName(host) else { return "the request has no valid Host" }
-        let lowered = hostName.lowercased()
-        let isAddress = IPv4Address(lowered) || lowered.contains(":")
-        let isLocal = lowered == "localhost" || lowered.hasSuffix(".localhost")
-        let isMachine = machineNames.contains { $0.lowercased() == lowered || "\($0.lowercased()).local" == lowered }
-        guard isAddress || isLocal || isMachine else {
-            return "Host '\(hostName.prefix(128))' is not this machine's name; open the page by the router's address"
-        }
+        guard let host else { return "the request has no valid Host" }
+        if let refusal = hostRefusal(host, machineNames: machineNames) { return refusal }
         guard let origin else { return nil }
         guard let url = URL(string: origin), let scheme = url.scheme, scheme == "http" || scheme == "https", let originHost = url.host else {
             return "the page's origin '\(origin.prefix(128))' is not this router's"
@@ -118,6 +118,20 @@ public enum WebSocketOrigin {
         let originAuthority = bracketed + (url.port.map { ":\($0)" } ?? "")
         guard originAuthority.lowercased() == host.lowercased() else {
             return "a page from \(origin.prefix(128)) may not control this router (only its own page may)"
+        }
+        return nil
+    }
+
+    /// Why a request's `Host` is refused (any request, not only an upgrade: a page rebound to
+    /// the router's address must not read it either), or nil.
+    public static func hostRefusal(_ host: String, machineNames: [String]) -> String? {
+        guard let hostName = hostName(host) else { return "the request has no valid Host" }
+        let lowered = hostName.lowercased()
+        let isAddress = IPv4Address(lowered) || lowered.contains(":")
+        let isLocal = lowered == "localhost" || lowered.hasSuffix(".localhost")
+        let isMachine = machineNames.contains { $0.lowercased() == lowered || "\($0.lowercased()).local" == lowered }
+        guard isAddress || isLocal || isMachine else {
+            return "Host '\(hostName.prefix(128))' is not this machine's name; open the page by the router's address"
         }
         return nil
     }

@@ -19,8 +19,13 @@ actor ListenHub {
     /// A connected client: where its frames go, and per listened path the value last sent.
     private final class Client {
         let queue: OutboundQueue
+        /// Closes the connection (a client that missed a path change must read everything again).
+        let close: @Sendable () -> Void
         var listening: [String: [OSCQueryNode.Value]?] = [:]
-        init(queue: OutboundQueue) { self.queue = queue }
+        init(queue: OutboundQueue, close: @escaping @Sendable () -> Void) {
+            self.queue = queue
+            self.close = close
+        }
     }
 
     /// One look at the namespace: every path, and the value of every readable one.
@@ -72,8 +77,10 @@ actor ListenHub {
 
     // MARK: Clients
 
-    func add(_ id: Int, queue: OutboundQueue) {
-        clients[id] = Client(queue: queue)
+    func add(_ id: Int, queue: OutboundQueue, close: @escaping @Sendable () -> Void) {
+        // Nobody was connected: nothing was looked at meanwhile, so the last look is stale.
+        if clients.isEmpty { latest = nil }
+        clients[id] = Client(queue: queue, close: close)
         connected.add(1, ordering: .relaxed)
         if poller == nil {
             poller = Task { [pollInterval] in
@@ -102,6 +109,8 @@ actor ListenHub {
             await look()
             if latest == nil { try? await Task.sleep(for: .milliseconds(20)) }
         }
+        // A path the last look did not have may have come since (an app just registered).
+        if let latest, !latest.paths.contains(path) { await look() }
         guard let client = clients[id] else { return nil }
         guard let latest else { return "the router is starting or stopping; try again" }
         guard latest.paths.contains(path) else { return "no such path: \(path)" }
@@ -110,10 +119,9 @@ actor ListenHub {
         guard latest.values[path] != nil || Self.readableWithoutValue.contains(path) else {
             return "\(path) has no value to listen to"
         }
-        if client.listening[path] == nil {
-            client.listening[path] = .some(nil)
-            push(latest, to: client, paths: [path])
-        }
+        // Listening again (a page that rebuilt itself) sends the value again, whatever was sent.
+        client.listening[path] = .some(nil)
+        push(latest, to: client, paths: [path])
         return nil
     }
 
@@ -139,7 +147,10 @@ actor ListenHub {
             lookAgain = false
             poked.store(false, ordering: .releasing)
             guard let control = control.get(),
-                  let snapshot = await control.read({ reader in Snapshot(Namespace(reader).build()) }) else { return }
+                  let snapshot = await control.read({ reader in Snapshot(Namespace(reader).build()) }) else {
+                // Stopping: nothing to look at. A look asked for meanwhile is dropped with it.
+                return
+            }
             apply(snapshot)
             try? await Task.sleep(for: minimumInterval)
         } while lookAgain || poked.load(ordering: .acquiring)
@@ -153,7 +164,9 @@ actor ListenHub {
                 + added.map { OSCQueryCommand.message("PATH_ADDED", $0) }
             for client in clients.values {
                 for path in client.listening.keys where !snapshot.paths.contains(path) { client.listening[path] = nil }
-                for message in messages { client.queue.push(.text(message)) }
+                // A client that cannot take a path change would not know the namespace: closed,
+                // it connects again and reads everything.
+                if !messages.allSatisfy({ client.queue.push(.text($0)) }) { client.close() }
             }
         }
         latest = snapshot

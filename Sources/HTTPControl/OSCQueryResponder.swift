@@ -50,6 +50,10 @@ struct OSCQueryResponder: HTTPResponder {
         } catch {
             return text(.contentTooLarge, "request bodies are limited to \(configuration.maximumBodyBytes) bytes")
         }
+        // A name that is not this machine's: a page from elsewhere rebound to our address.
+        if let host = request.head.authority, let refusal = WebSocketOrigin.hostRefusal(host, machineNames: WebSocketOrigin.machineNames) {
+            return text(.forbidden, refusal)
+        }
         guard request.method == .get || request.method == .head else {
             var response = text(.methodNotAllowed, "only GET and HEAD")
             response.headers[.allow] = "GET, HEAD"
@@ -80,6 +84,11 @@ struct OSCQueryResponder: HTTPResponder {
         var response = body(.ok, file.data, type: file.contentType)
         // Always asked again: a page from an older router must not drive a newer one.
         response.headers[.cacheControl] = "no-cache"
+        // Never inside another site's frame (its clicks would be ours), nothing loaded from
+        // elsewhere, no guessing at types.
+        response.headers[.contentSecurityPolicy] = "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+        response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        response.headers[.xContentTypeOptions] = "nosniff"
         return response
     }
 
@@ -147,8 +156,8 @@ struct OSCQueryResponder: HTTPResponder {
 extension Namespace {
     /// The namespace as one reading of the control plane sees it.
     init(_ reader: ControlServer.Reader) {
-        let policy = reader.status.policy
-        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state, why: policy.why($0.name)) },
+        let why = reader.status.policy.whyAll()
+        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state, why: why[$0.name] ?? "") },
                   routes: reader.status.routes.map { Route(name: $0.name, volume: $0.volume) },
                   nowPlaying: reader.status.nowPlaying, outsideInterruptions: reader.status.outsideInterruptions,
                   answer: { try? reader.value($0).get() })

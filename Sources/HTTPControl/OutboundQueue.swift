@@ -70,6 +70,7 @@ final class OutboundQueue: @unchecked Sendable {
     func next() async -> Frame? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Frame?, Never>) in
             let ready: Frame?? = lock.withLock {
+                precondition(waiter == nil, "one writer per queue")
                 if closed { return .some(nil) }
                 if head < frames.count {
                     let frame = frames[head]
@@ -77,6 +78,11 @@ final class OutboundQueue: @unchecked Sendable {
                     bytes -= frame.size
                     if head == frames.count {
                         frames.removeAll(keepingCapacity: true)
+                        head = 0
+                    } else if head >= 64 && head * 2 >= frames.count {
+                        // A writer that stays behind never empties the queue: drop what it has
+                        // taken, or the array keeps every frame ever sent.
+                        frames.removeFirst(head)
                         head = 0
                     }
                     return .some(frame)
@@ -108,4 +114,10 @@ final class OutboundQueue: @unchecked Sendable {
 
     /// Bytes queued and not yet taken (for tests).
     var queuedBytes: Int { lock.withLock { bytes } }
+
+    /// Whether the writer waits for a frame (for tests).
+    var hasWaitingWriter: Bool { lock.withLock { waiter != nil } }
+
+    /// Frames held in storage, taken ones included until they are dropped (for tests).
+    var storedFrames: Int { lock.withLock { frames.count } }
 }

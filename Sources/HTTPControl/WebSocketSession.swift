@@ -4,43 +4,53 @@ import Logging
 import NIOCore
 import OSCControl
 import OSCTransport
+import Synchronization
 
 /// One OSCQuery WebSocket connection, from upgrade to close (docs/HTTP.md, "WebSocket").
 ///
 /// - Binary frames are OSC packets, handed to the OSC server as a stream connection
-///   (`ControlServer.openStream`): executed exactly as OSC over TCP, with the rights of a person's
-///   control surface (`osc.admin`); replies, errors, notifications and meters come back as binary
-///   frames.
+///   (`ControlServer.openStream`): executed exactly as OSC over TCP; the control page's own
+///   WebSocket (one that came with the page's Origin) has a person's rights (`osc.admin`).
+///   Replies, errors, notifications and meters come back as binary frames.
 /// - Text frames are OSCQuery commands (LISTEN, IGNORE), followed by the listen hub; one that
 ///   cannot be followed gets `{"COMMAND": "ERROR", "DATA": {"path": …, "message": …}}`.
 ///
-/// Two tasks: this one reads, a child writes what the outbound queue holds, one frame at a time,
-/// waiting for the socket. Everything sent to the peer goes through that bounded queue, so a peer
-/// that never reads holds at most `queueLimit` bytes and delays nobody; it is closed by the
-/// WebSocket's pings.
+/// Three tasks: this one reads; a child writes what the outbound queue holds, one frame at a time,
+/// waiting for the socket; another closes the connection when one frame has waited for the socket
+/// longer than `stallSeconds` (a peer that stopped reading: its pings would wait behind the same
+/// writes and never find it dead). Everything sent to the peer goes through that bounded queue,
+/// so a peer that never reads holds at most `queueLimit` bytes, delays nobody, and is closed.
+/// A peer that sends faster than its commands run is not read meanwhile (`waitForRoom`).
 struct WebSocketSession {
-    /// OSC packets of one WebSocket handed to the OSC server and not yet run, past which it is
-    /// not read until some have run.
-    static let maximumBacklog = 256
+    /// OSC packets (and their bytes) of one WebSocket handed to the OSC server and not yet run,
+    /// at which it is not read until some have run.
+    static let maximumBacklog = (packets: 256, bytes: 256 * 1024)
 
     let control: ControlServer
     let hub: ListenHub
+    let channel: any Channel
     let peer: OSCTransport.SocketAddress
+    /// The control page's own WebSocket: a person's rights over every app.
+    let admin: Bool
     let queueLimit: Int
     let maximumMessageBytes: Int
+    let stallSeconds: Int64
     let logger: Logger
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
         let queue = OutboundQueue(limit: queueLimit)
-        let stream = control.openStream(from: peer, admin: true) { packet, conflatable in
+        let stream = control.openStream(from: peer, admin: admin) { packet, conflatable in
             queue.push(.binary(packet), conflatable: conflatable)
         }
         let id = stream.id
-        await hub.add(id, queue: queue)
-        logger.info("WebSocket opened", metadata: ["peer": "\(peer)", "connection": "\(id)"])
+        await hub.add(id, queue: queue, close: { [channel] in channel.close(promise: nil) })
+        logger.info("WebSocket opened", metadata: ["peer": "\(peer)", "connection": "\(id)", "admin": "\(admin)"])
+        // When the frame being written started waiting for the socket (0: none is).
+        let writing = WriteClock()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 while let frame = await queue.next() {
+                    writing.since.store(Int64(DispatchTime.now().uptimeNanoseconds), ordering: .relaxed)
                     do {
                         switch frame {
                         case let .text(text): try await outbound.write(.text(text))
@@ -49,10 +59,22 @@ struct WebSocketSession {
                     } catch {
                         break
                     }
+                    writing.since.store(0, ordering: .relaxed)
+                }
+            }
+            group.addTask { [channel, logger, peer, stallSeconds] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    let since = writing.since.load(ordering: .relaxed)
+                    guard since > 0, Int64(DispatchTime.now().uptimeNanoseconds) - since > stallSeconds * 1_000_000_000 else { continue }
+                    logger.notice("closing a WebSocket that has not taken a frame for \(stallSeconds) s", metadata: ["peer": "\(peer)"])
+                    channel.close(promise: nil)
+                    return
                 }
             }
             await read(inbound, stream: stream, queue: queue)
             queue.close()
+            group.cancelAll()
         }
         control.closeStream(stream)
         await hub.remove(id)
@@ -66,11 +88,9 @@ struct WebSocketSession {
                 switch message {
                 case let .binary(buffer):
                     control.receive(Array(buffer.readableBytesView), on: stream)
-                    // A peer that sends faster than its commands run waits here, not reading:
-                    // its TCP window closes and it slows down; nobody else waits for it.
-                    while stream.backlog >= Self.maximumBacklog, !Task.isCancelled {
-                        try await Task.sleep(for: .milliseconds(2))
-                    }
+                    // A peer that sends faster than its commands run waits here, not read: its
+                    // TCP window closes and it slows down; nobody else waits for it.
+                    await stream.waitForRoom(packets: Self.maximumBacklog.packets, bytes: Self.maximumBacklog.bytes)
                 case let .text(text):
                     switch OSCQueryCommand.decode(text) {
                     case let .success(.listen(path)):
@@ -91,4 +111,9 @@ struct WebSocketSession {
     private func error(_ path: String?, _ message: String) -> String {
         OSCQueryCommand.message("ERROR", ["path": path ?? "", "message": message])
     }
+}
+
+/// When the frame being written to a WebSocket started waiting for the socket (0: none is).
+private final class WriteClock: Sendable {
+    let since = Atomic<Int64>(0)
 }

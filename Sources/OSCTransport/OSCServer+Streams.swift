@@ -1,4 +1,4 @@
-import Synchronization
+import Foundation
 
 /// Stream connections carried by another front end: a WebSocket whose binary frames are OSC
 /// packets (docs/HTTP.md). To the handler such a packet comes from a TCP peer like any other (its
@@ -15,16 +15,60 @@ extension OSCServer {
     /// instead, returning true, while an earlier one still waits to be read.
     public typealias Outlet = @Sendable (_ packet: [UInt8], _ conflatable: Bool) -> Bool
 
-    /// A stream as its front end holds it: its connection id, and how many packets it handed in
-    /// that the server has not handled yet.
-    public final class StreamHandle: Sendable {
+    /// A stream as its front end holds it: its connection id, and what it handed in that the
+    /// server has not handled yet.
+    public final class StreamHandle: @unchecked Sendable {
+        // @unchecked: `packets`, `bytes` and `waiter` are read and written under `lock`.
         public let id: Int
-        let queued = Atomic<Int>(0)
+        private let lock = NSLock()
+        private var packets = 0
+        private var bytes = 0
+        private var waiter: (limit: (packets: Int, bytes: Int), continuation: CheckedContinuation<Void, Never>)?
         init(id: Int) { self.id = id }
 
-        /// Packets handed in and not yet handled. A front end stops reading its peer while this
-        /// is high, so a peer that floods waits on its own connection and nobody else does.
-        public var backlog: Int { queued.load(ordering: .relaxed) }
+        /// Packets handed in and not yet handled.
+        public var backlog: Int { lock.withLock { packets } }
+
+        /// Returns once fewer than `packets` packets and `bytes` bytes wait (at once if they do
+        /// now). A front end waits here before reading its peer again, so a peer that floods
+        /// waits on its own connection and nobody else does. One waiter at a time.
+        public func waitForRoom(packets: Int, bytes: Int) async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now: Bool = lock.withLock {
+                    if self.packets < packets && self.bytes < bytes { return true }
+                    waiter = ((packets, bytes), continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
+
+        func added(_ size: Int) {
+            lock.withLock {
+                packets += 1
+                bytes += size
+            }
+        }
+
+        func removed(count: Int, bytes size: Int) {
+            let ready: CheckedContinuation<Void, Never>? = lock.withLock {
+                packets -= count
+                bytes -= size
+                guard let waiter, packets < waiter.limit.packets && bytes < waiter.limit.bytes else { return nil }
+                self.waiter = nil
+                return waiter.continuation
+            }
+            ready?.resume()
+        }
+
+        /// The stream is gone: a waiting front end goes on (its reads then end with the connection).
+        func release() {
+            let ready: CheckedContinuation<Void, Never>? = lock.withLock {
+                defer { waiter = nil }
+                return waiter?.continuation
+            }
+            ready?.resume()
+        }
     }
 
     /// One stream connection (server thread only).
@@ -41,61 +85,70 @@ extension OSCServer {
         }
     }
 
-    /// Packets handled per stream per turn of the loop: a stream that sends thousands at once
-    /// shares the thread with UDP, TCP peers and timers instead of holding it.
-    static let streamPacketsPerTurn = 32
+    /// Bytes of packets handled per stream per turn of the loop (at least one packet): a stream
+    /// that sends thousands of commands at once shares the thread with UDP, TCP peers and timers
+    /// instead of holding it. A bundle is one packet and runs whole.
+    static let streamBytesPerTurn = 8 * 1024
 
     /// Opens a stream connection for a peer at `address` (packets handed in after this call are
     /// handled after it is open). If the server has stopped, the stream never opens and its
     /// packets are dropped.
     public func openStream(from address: SocketAddress, outlet: @escaping Outlet) -> StreamHandle {
         let handle = StreamHandle(id: newConnectionID())
-        execute { [self] in
+        execute({ [self] in
             streams[handle.id] = Stream(address: address, outlet: outlet, handle: handle)
-        }
+        }, ifStopped: {
+            handle.release()
+        })
         return handle
     }
 
     /// A packet the stream's peer sent (one OSC packet, message or bundle).
     public func receive(_ packet: [UInt8], on handle: StreamHandle) {
-        handle.queued.add(1, ordering: .relaxed)
+        handle.added(packet.count)
         execute({ [self] in
             if let stream = streams[handle.id] {
                 stream.inbox.append(packet)
             } else {
-                handle.queued.subtract(1, ordering: .relaxed)
+                handle.removed(count: 1, bytes: packet.count)
             }
         }, ifStopped: {
-            handle.queued.subtract(1, ordering: .relaxed)
+            handle.removed(count: 1, bytes: packet.count)
+            handle.release()
         })
     }
 
     /// The stream has ended: what rode on it is dropped, as when a TCP peer goes away. Packets
     /// it handed in and that were not handled yet are dropped too.
     public func closeStream(_ handle: StreamHandle) {
-        execute { [self] in
+        execute({ [self] in
             guard let stream = streams.removeValue(forKey: handle.id) else { return }
-            handle.queued.subtract(stream.inbox.count, ordering: .relaxed)
+            handle.removed(count: stream.inbox.count, bytes: stream.inbox.reduce(0) { $0 + $1.count })
+            handle.release()
             onClose(Peer(transport: .tcp, address: stream.address, connection: handle.id))
-        }
+        }, ifStopped: {
+            handle.release()
+        })
     }
 
-    /// Handles up to `streamPacketsPerTurn` packets of each stream; true when some are left.
+    /// Handles each stream's packets up to `streamBytesPerTurn` (at least one); true when some
+    /// are left.
     func serviceStreams() -> Bool {
         var left = false
         for id in Array(streams.keys) {
             guard let stream = streams[id], !stream.inbox.isEmpty else { continue }
-            let count = min(stream.inbox.count, Self.streamPacketsPerTurn)
+            var count = 0
+            var size = 0
+            while count < stream.inbox.count && (count == 0 || size + stream.inbox[count].count <= Self.streamBytesPerTurn) {
+                size += stream.inbox[count].count
+                count += 1
+            }
             let batch = stream.inbox.prefix(count)
             stream.inbox.removeFirst(count)
             left = left || !stream.inbox.isEmpty
             let peer = Peer(transport: .tcp, address: stream.address, connection: id)
-            for packet in batch {
-                stream.handle.queued.subtract(1, ordering: .relaxed)
-                // A packet may close its own stream (it cannot now: closing comes from the front end).
-                guard streams[id] != nil else { break }
-                handler(packet, peer)
-            }
+            for packet in batch { handler(packet, peer) }
+            stream.handle.removed(count: count, bytes: size)
         }
         return left
     }

@@ -249,9 +249,11 @@ public final class OSCServer: @unchecked Sendable {
             }
             // Work handed in (packets of streams among it) is part of this burst; work it queues
             // wakes the next turn.
-            runTasks()
             streamsWaiting = serviceStreams()
+            // The burst's changes reach the audio thread before the notifications about them
+            // (queued as tasks while the burst was handled) go out.
             onBurstEnd()
+            runTasks()
             let now = OSCServer.nowMilliseconds()
             if now >= nextTick {
                 onTick()

@@ -5,6 +5,20 @@ extension PolicyState {
     /// nothing holds the app back (active, inactive, listening) or no app has that name.
     public func why(_ name: String) -> String {
         guard let app = app(name), let mix = Mix(of: self).apps[name] else { return "" }
+        return Self.why(app, mix)
+    }
+
+    /// `why` for every app, by name: the mix worked out once, not once per app.
+    public func whyAll() -> [String: String] {
+        let mix = Mix(of: self).apps
+        var answers: [String: String] = [:]
+        for app in apps {
+            answers[app.name] = mix[app.name].map { Self.why(app, $0) } ?? ""
+        }
+        return answers
+    }
+
+    private static func why(_ app: AppSession, _ mix: AppMix) -> String {
         switch mix.state {
         case .ducked:
             return mix.duckRule.map { "ducked by \($0.ducker)" } ?? "ducked"

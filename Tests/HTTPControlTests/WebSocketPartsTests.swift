@@ -68,6 +68,27 @@ struct WebSocketPartsTests {
         #expect(!queue.push(.text("late")))
     }
 
+    @Test("a writer that stays one frame behind does not make the queue keep every frame it sent")
+    func laggingWriter() async {
+        let queue = OutboundQueue(limit: 1 << 20)
+        queue.push(.binary([UInt8](repeating: 0, count: 1000)))
+        for _ in 0..<10_000 {
+            queue.push(.binary([UInt8](repeating: 0, count: 1000)))
+            _ = await queue.next()
+        }
+        #expect(queue.queuedBytes == 1000)
+        #expect(queue.storedFrames <= 130, "\(queue.storedFrames) frames stored for one waiting")
+    }
+
+    @Test("closing the queue wakes a writer that waits, and it gets nil")
+    func closeWakesWriter() async {
+        let queue = OutboundQueue(limit: 100)
+        let writer = Task { await queue.next() }
+        while !queue.hasWaitingWriter { await Task.yield() }
+        queue.close()
+        #expect(await writer.value == nil)
+    }
+
     @Test("a new app is announced by its own path, not each of its methods")
     func topmost() {
         let added: Set<String> = ["/app/nav", "/app/nav/volume", "/app/nav/gain", "/route/hdmi", "/route/hdmi/available", "/x/y"]

@@ -25,6 +25,10 @@ struct ControlPageTests {
         defer { rig.close() }
         try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
         #expect(rig.log.contains("control page: http://127.0.0.1:\(rig.httpPort)/"), "the daemon says where the page is")
+        let served = try HTTPClient.send(port: rig.httpPort, Data("GET /ui/ HTTP/1.1\r\nHost: 127.0.0.1:\(rig.httpPort)\r\nConnection: close\r\n\r\n".utf8))
+        #expect(served.status == 200 && served.headers["content-type"] == "text/html; charset=utf-8")
+        #expect(served.headers["x-frame-options"] == "DENY" && served.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true,
+                "never framed by another site: \(served.headers)")
         let browser = try JSONLineScript("control_page.py", ["http://127.0.0.1:\(rig.httpPort)/"])
         let opened = try #require(browser.call(["open", 1280, 800]))
         #expect(opened["live"] as? Bool == true, "\(opened)")
@@ -81,7 +85,16 @@ struct ControlPageTests {
         _ = browser.call(["click", ".strip[data-app=nav] .activate"])
         try waitFor("nav active") { (try? rig.settings())?["apps"].flatMap { ($0 as? [[String: Any]])?.first { $0["name"] as? String == "nav" }?["state"] as? String } == "active" }
         #expect(browser.call(["wait_text", ".strip[data-app=nav] .activate", "Deactivate", 2])?["found"] as? Bool == true)
-        let errors = browser.call(["console"])?["errors"] as? [String] ?? ["no answer"]
+        // The router restarts: the page says it is disconnected, comes back by itself, and shows
+        // what the router has then, not what it showed before.
+        rig.kill9()
+        #expect(browser.call(["wait_attr", "body", "data-connected", "no", 3])?["found"] as? Bool == true)
+        try rig.restart()
+        #expect(browser.call(["wait_attr", "body", "data-connected", "yes", 5])?["found"] as? Bool == true)
+        #expect(try rig.query("/app/music/volume", [.float(0.25)])?.path == "/reply")
+        #expect(browser.call(["wait_value", ".strip[data-app=music] input[type=range]", "0.25", 2])?["found"] as? Bool == true)
+        let errors = (browser.call(["console"])?["errors"] as? [String] ?? ["no answer"])
+            .filter { !$0.contains("WebSocket connection to") && !$0.contains("ERR_CONNECTION_REFUSED") }
         #expect(errors.isEmpty, "\(errors)")
         _ = browser.call(["quit"])
     }

@@ -75,7 +75,7 @@ struct HTTPControlTests {
 
         // Pipelined in one packet, HEAD then GET and GET then HEAD: each response has its own body
         // or none, so the bytes are two whole responses, and the connection ends at once.
-        let volume = "GET /app/music/volume?VALUE HTTP/1.1\r\nHost: x\r\n"
+        let volume = "GET /app/music/volume?VALUE HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for (first, second) in [(volume.replacingOccurrences(of: "GET", with: "HEAD"), volume), (volume, volume.replacingOccurrences(of: "GET", with: "HEAD"))] {
             let started = Date()
             let bytes = try HTTPClient.exchange(port: rig.httpPort, Data((first + "\r\n" + second + "Connection: close\r\n\r\n").utf8), timeout: 8)
@@ -107,20 +107,20 @@ struct HTTPControlTests {
             let response = try HTTPClient.get(port: port, "/app/music/volume", method: method)
             #expect(response.status == 405 && response.headers["allow"] == "GET, HEAD", "\(method): \(response.status)")
         }
-        let body = Data("POST /app/music/volume HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n".utf8) + Data(count: 100_000)
+        let body = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n".utf8) + Data(count: 100_000)
         #expect(try HTTPClient.send(port: port, body).status == 413)
         // The same without Connection: close: answered, then closed (not left open to read the rest).
-        let keptAlive = Data("POST /app/music/volume HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n".utf8) + Data(count: 100_000)
+        let keptAlive = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n".utf8) + Data(count: 100_000)
         let started = Date()
         let tooLarge = try HTTPClient.send(port: port, keptAlive, timeout: 4)
         #expect(tooLarge.status == 413 && tooLarge.headers["connection"] == "close")
         #expect(Date().timeIntervalSince(started) < 3, "the server closes after a 413 (took \(Date().timeIntervalSince(started)) s)")
         // HEAD gets no body, whatever the status.
-        let headTooLarge = try HTTPClient.send(port: port, Data("HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n".utf8) + Data(count: 100_000), timeout: 4)
+        let headTooLarge = try HTTPClient.send(port: port, Data("HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n".utf8) + Data(count: 100_000), timeout: 4)
         #expect(headTooLarge.status == 413 && headTooLarge.body.isEmpty, "\(headTooLarge.status): \(headTooLarge.text)")
         let headMissing = try HTTPClient.get(port: port, "/nope", method: "HEAD")
         #expect(headMissing.status == 404 && headMissing.body.isEmpty)
-        let header = Data("GET / HTTP/1.1\r\nHost: x\r\nX-Filler: \(String(repeating: "a", count: 64 * 1024))\r\nConnection: close\r\n\r\n".utf8)
+        let header = Data("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: \(String(repeating: "a", count: 64 * 1024))\r\nConnection: close\r\n\r\n".utf8)
         #expect((400..<500).contains(try HTTPClient.send(port: port, header).status))
         let garbage = try HTTPClient.send(port: port, Data("\u{1}\u{2}NOT HTTP AT ALL\r\n\r\n".utf8))
         #expect((400..<500).contains(garbage.status))
@@ -148,7 +148,7 @@ struct HTTPControlTests {
         #expect(head.status == 403 && head.body.isEmpty, "HEAD: \(head.status) \(head.text)")
         // Without Connection: close the refusal still closes the connection at once.
         let started = Date()
-        let keptAlive = try HTTPClient.send(port: rig.httpPort, Data("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), source: "127.0.0.2", timeout: 4)
+        let keptAlive = try HTTPClient.send(port: rig.httpPort, Data("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), source: "127.0.0.2", timeout: 4)
         #expect(keptAlive.status == 403 && keptAlive.headers["connection"] == "close")
         #expect(Date().timeIntervalSince(started) < 2, "a refused connection is closed, not kept (took \(Date().timeIntervalSince(started)) s)")
         let allowed = try HTTPClient.get(port: rig.httpPort, "/app/music/volume?VALUE", source: "127.0.0.1")
@@ -169,7 +169,7 @@ struct HTTPControlTests {
             held.removeAll()
         }
         // 64 refused peers that start a large body and never read, and 16 that send nothing.
-        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
+        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
         for _ in 0..<64 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: "127.0.0.2")) }
         for _ in 0..<16 { held.append(try HTTPClient.connection(port: rig.httpPort, Data(), source: "127.0.0.2")) }
         var started = Date()

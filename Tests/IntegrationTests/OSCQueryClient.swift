@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A helper script of Resources/ run with python3, spoken to in lines: one JSON array per
 /// request on its stdin, one JSON object per line on its stdout.
@@ -22,13 +23,20 @@ final class JSONLineScript {
         finish(process, timeout: 20)
     }
 
-    /// The next line; nil when the script has ended.
-    func readLine() -> [String: Any]? {
+    /// The next line; nil when the script has ended, or has said nothing for `timeout` seconds
+    /// (a hung helper fails its test instead of hanging the suite; it is killed).
+    func readLine(timeout: Double = 60) -> [String: Any]? {
         while true {
             if let newline = pending.firstIndex(of: 10) {
                 let line = pending[..<newline]
                 pending = Data(pending[(newline + 1)...])
                 return (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] ?? [:]
+            }
+            var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(timeout * 1000)) == 1 else {
+                Issue.record("\(process.arguments?.dropFirst().first ?? "helper") said nothing for \(timeout) s; killed")
+                kill(process.processIdentifier, SIGKILL)
+                return nil
             }
             let data = output.fileHandleForReading.availableData
             if data.isEmpty { return nil }

@@ -83,7 +83,8 @@ final class OSCRig {
             self.port = port
             try sessionText(port).write(to: sessionFile, atomically: true, encoding: .utf8)
         }
-        if http { httpPort = try OSCPorts.free() }
+        // The same HTTP port across restarts (a page open in a browser reconnects to it).
+        if http && httpPort == 0 { httpPort = try OSCPorts.free() }
         daemon = try launchDaemon(["--server", server.name, "--http-port", "\(httpPort)", sessionFile.path], log: stderrFile)
         try waitForDaemon(daemon, port: port, log: self.log, "the router's connections") {
             recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")

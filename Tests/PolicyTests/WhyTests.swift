@@ -28,5 +28,7 @@ struct WhyTests {
         try policy.apply(.activate(app: "music"))
         try policy.apply(.activate(app: "voip"))
         #expect(policy.state.why("music") == "interrupted by voip")
+        let all = policy.state.whyAll()
+        #expect(all["music"] == "interrupted by voip" && all["voip"] == "" && all.count == policy.state.apps.count)
     }
 }

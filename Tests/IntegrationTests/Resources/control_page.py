@@ -14,6 +14,7 @@ line for each:
   ["wait_text", CSS, TEXT, S]    -> {"found": bool, "seconds": s}  until the element's text contains
                                     TEXT (watched in the page with a MutationObserver), S seconds at most
   ["wait_attr", CSS, NAME, VALUE, S] -> {"found": bool, "seconds": s}
+  ["wait_value", CSS, VALUE, S]  -> {"found": bool, "seconds": s}  until an input's value is VALUE
   ["screenshot", PATH]           -> {"saved": PATH}
   ["reload"]                     -> as "open", at the current size
   ["console"]                    -> {"errors": [...]}     severe messages in the browser's console
@@ -44,29 +45,41 @@ def emit(obj):
     print(json.dumps(obj), flush=True)
 
 
+# No eval in the page (its Content-Security-Policy forbids it, as it should): the condition is
+# one of three fixed tests, chosen by name.
 WAIT = """
-const [selector, test, seconds, done] = arguments;
+const [selector, kind, name, expected, seconds, done] = arguments;
 const started = performance.now();
 function ok() {
   const element = document.querySelector(selector);
-  return element !== null && new Function("element", test)(element);
+  if (element === null) return false;
+  if (kind === "text") return element.textContent.includes(expected);
+  if (kind === "attr") return element.getAttribute(name) === expected;
+  if (kind === "value") return Math.abs(Number(element.value) - Number(expected)) < 1e-6;
+  return element.dataset.connected === "yes" && document.querySelector(".strip") !== null;
 }
 if (ok()) { done({found: true, seconds: 0}); return; }
-const observer = new MutationObserver(() => {
-  if (ok()) { observer.disconnect(); clearTimeout(timer); done({found: true, seconds: (performance.now() - started) / 1000}); }
-});
+// A slider's value is a property, not an attribute: no mutation tells of it, so also look every frame.
+let frame = null;
+function finish(found) {
+  observer.disconnect(); clearTimeout(timer); cancelAnimationFrame(frame);
+  done({found, seconds: found ? (performance.now() - started) / 1000 : seconds});
+}
+function check() { if (ok()) finish(true); else frame = requestAnimationFrame(check); }
+const observer = new MutationObserver(() => { if (ok()) finish(true); });
 observer.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
-const timer = setTimeout(() => { observer.disconnect(); done({found: false, seconds}); }, seconds * 1000);
+const timer = setTimeout(() => finish(false), seconds * 1000);
+frame = requestAnimationFrame(check);
 """
 
 
-def wait(selector, test, seconds):
-    return driver.execute_async_script(WAIT, selector, test, seconds)
+def wait(selector, kind, name, expected, seconds):
+    return driver.execute_async_script(WAIT, selector, kind, name, expected, seconds)
 
 
 def opened():
     started = time.monotonic()
-    live = wait("body", "return element.dataset.connected === 'yes' && document.querySelector('.strip') !== null", 10)
+    live = wait("body", "live", None, None, 10)
     return {
         "live": live["found"],
         "apps": driver.execute_script("return [...document.querySelectorAll('.strip')].map(e => e.dataset.app)"),
@@ -107,9 +120,11 @@ try:
             emit({"value": driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null",
                                                  request[1], request[2])})
         elif verb == "wait_text":
-            emit(wait(request[1], f"return element.textContent.includes({json.dumps(request[2])})", request[3]))
+            emit(wait(request[1], "text", None, request[2], request[3]))
+        elif verb == "wait_value":
+            emit(wait(request[1], "value", None, request[2], request[3]))
         elif verb == "wait_attr":
-            emit(wait(request[1], f"return element.getAttribute({json.dumps(request[2])}) === {json.dumps(request[3])}", request[4]))
+            emit(wait(request[1], "attr", request[2], request[3], request[4]))
         elif verb == "screenshot":
             # The whole page, not only the window: grow the window to the page's height first.
             width = driver.get_window_size()["width"]

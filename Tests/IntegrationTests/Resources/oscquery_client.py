@@ -8,7 +8,9 @@ JSON object per line for each:
   ["hostinfo"]                  -> {"hostinfo": {...}}            GET /?HOST_INFO
   ["get", "/path"]              -> {"status": N, "json": ...}     GET /path
   ["connect"]                   -> {"connected": true}            WebSocket to WS_IP:WS_PORT from
-                                                                 HOST_INFO (the HTTP port if absent)
+                                                                 HOST_INFO (the HTTP port if absent), no Origin
+  ["connect_as_page"]           -> {"connected": true}            the same with the router's own
+                                                                 page as Origin, as its page's would
   ["chataigne"]                 -> {"listened": N, "paths": [...]}  Chataigne's flow: HOST_INFO, /,
                                    WebSocket, one LISTEN per readable parameter
   ["listen", "/path"] / ["ignore", "/path"]   -> {"sent": true}  text frames
@@ -52,12 +54,16 @@ def http_get(path):
         return error.code, None
 
 
-def connect():
+def connect(origin=None):
     global ws
     _, info = http_get("/?HOST_INFO")
     ws_host = info.get("WS_IP") or host
     ws_port = info.get("WS_PORT") or http_port
-    ws = websocket.create_connection(f"ws://{ws_host}:{ws_port}/", timeout=5)
+    # websocket-client sends an Origin of its own unless told not to: a program sends none.
+    if origin:
+        ws = websocket.create_connection(f"ws://{ws_host}:{ws_port}/", timeout=5, origin=origin)
+    else:
+        ws = websocket.create_connection(f"ws://{ws_host}:{ws_port}/", timeout=5, suppress_origin=True)
 
 
 def messages(data):
@@ -99,7 +105,7 @@ def matches(frame, match):
     if "osc" in match and "osc" in frame:
         args = match.get("args", [])
         got = frame["osc"]["args"][:len(args)]
-        return frame["osc"]["path"] == match["osc"] and all(
+        return frame["osc"]["path"] == match["osc"] and len(got) == len(args) and all(
             abs(a - b) < 1e-4 if isinstance(a, float) or isinstance(b, float) else a == b for a, b in zip(got, args))
     if "command" in match and "text" in frame:
         return frame["text"].get("COMMAND") == match["command"] and ("data" not in match or frame["text"].get("DATA") == match["data"])
@@ -125,6 +131,9 @@ for line in sys.stdin:
         emit({"status": status, "json": body})
     elif verb == "connect":
         connect()
+        emit({"connected": True})
+    elif verb == "connect_as_page":
+        connect(f"http://{host}:{http_port}")
         emit({"connected": True})
     elif verb == "chataigne":
         _, info = http_get("/?HOST_INFO")

@@ -1,10 +1,11 @@
 // duckrouter's control page (docs/HTTP.md, "The control page"). Plain JavaScript, no build step.
 //
-// What it shows comes only from the router: the namespace (GET /) when the WebSocket opens, then
-// the values it LISTENs to, pushed on every change, and the peak meters it asks for over OSC.
-// What it changes goes as OSC messages in binary frames, exactly as a control surface's over TCP.
-// After a lost connection it shows so, reconnects, and reads everything again: it never shows a
-// value the router did not send.
+// What it shows comes from the router: the namespace (GET /) when the WebSocket opens, then the
+// values it LISTENs to, pushed on every change, and the peak meters it asks for over OSC. What it
+// changes goes as OSC messages in binary frames, as a control surface's over TCP. A control a
+// person is moving shows the person's value until let go, then the router's again (and a
+// switch or a field the router's within a second). After a lost connection it says so, greys out,
+// reconnects, and reads everything again.
 "use strict";
 
 // ---- OSC 1.0: strings, int32, float32; messages and bundles ----
@@ -47,12 +48,14 @@ function oscDecode(view, start = 0, end = view.byteLength) {
       let at = afterHead + 8;
       while (at + 4 <= end) {
         const size = view.getInt32(at);
+        if (size <= 0 || at + 4 + size > end) break;
         messages.push(...oscDecode(view, at + 4, at + 4 + size));
         at += 4 + size;
       }
       return messages;
     }
     let [types, at] = readString(afterHead);
+    if (!types.startsWith(",")) return [];
     const args = [];
     for (const type of types.slice(1)) {
       if (type === "s") { const [text, next] = readString(at); args.push(text); at = next; }
@@ -74,6 +77,8 @@ const values = {};          // path → the arguments the router last sent for i
 let socket = null;
 let tree = null;            // the namespace as last read
 const holding = new Set();  // controls a person is moving: the router's values wait until they let go
+let reloads = 0;            // the namespace read last asked for: an older answer is dropped
+let reloadTimer = null;
 const $ = (id) => document.getElementById(id);
 
 function send(path, args = []) {
@@ -87,7 +92,11 @@ function connect() {
   socket.onmessage = (event) => {
     if (typeof event.data === "string") {
       const command = JSON.parse(event.data);
-      if (command.COMMAND === "PATH_ADDED" || command.COMMAND === "PATH_REMOVED") reload();
+      // Apps that come together (a session reload) make one read, not one each.
+      if (command.COMMAND === "PATH_ADDED" || command.COMMAND === "PATH_REMOVED") {
+        clearTimeout(reloadTimer);
+        reloadTimer = setTimeout(reload, 50);
+      }
       else if (command.COMMAND === "ERROR") showError(`${command.DATA.path}: ${command.DATA.message}`);
       return;
     }
@@ -106,18 +115,29 @@ function setLink(up, text) {
   document.body.dataset.connected = up ? "yes" : "no";
 }
 
-/** Reads the whole namespace again, rebuilds the page, and listens to every value in it. */
+/** Reads the whole namespace again, rebuilds the page, and listens to every value in it: each
+ *  LISTEN sends the value now, after the rebuild, so nothing the read missed stays on screen. */
 async function reload() {
+  const ws = socket;
+  const generation = ++reloads;
+  let root;
   try {
     const response = await fetch("/", { headers: { Accept: "application/json" }, cache: "no-store" });
-    tree = await response.json();
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    root = await response.json();
   } catch (error) {
-    setLink(false, "cannot read the router");
+    if (ws === socket && ws.readyState === WebSocket.OPEN) {
+      setLink(false, "cannot read the router: trying again…");
+      setTimeout(() => { if (ws === socket && generation === reloads) reload(); }, 1000);
+    }
     return;
   }
+  // A newer read was asked for, or this connection is gone: this answer is stale.
+  if (generation !== reloads || ws !== socket || ws.readyState !== WebSocket.OPEN) return;
+  tree = root;
   for (const key of Object.keys(values)) delete values[key];
   build();
-  for (const path of readablePaths(tree)) socket.send(JSON.stringify({ COMMAND: "LISTEN", DATA: path }));
+  for (const path of readablePaths(tree)) ws.send(JSON.stringify({ COMMAND: "LISTEN", DATA: path }));
   send("/meters", [["f", 20]]);
   setLink(true, "live");
 }
@@ -137,6 +157,7 @@ function childNames(path, skip) {
 // ---- Building the page from the namespace ----
 
 function build() {
+  holding.clear();
   const routes = $("route-list");
   routes.replaceChildren(...childNames("/route", "select").map((route) => {
     const button = document.createElement("button");
@@ -189,16 +210,34 @@ function buildStrip(app) {
  *  value for it meanwhile, and shows the router's value again once let go. */
 function hold(slider, sendValue) {
   let pending = null;
+  // Let go: the router's values show again from its next push on (its answer to the last
+  // position, normally), and in any case its own value a second later.
+  const letGo = () => {
+    if (holding.delete(slider.dataset.path)) settle(slider.dataset.path);
+  };
+  let moved = 0;
   slider.addEventListener("input", () => {
     holding.add(slider.dataset.path);
+    moved = Number(slider.value);
     if (pending === null) {
-      pending = requestAnimationFrame(() => { pending = null; sendValue(Number(slider.value)); });
+      pending = requestAnimationFrame(() => { pending = null; sendValue(moved); });
     }
   });
   slider.addEventListener("change", () => {
+    // The last position goes now; a send still waiting for its frame would follow it with an
+    // older one (or, once the router's value is shown again, with that).
+    if (pending !== null) { cancelAnimationFrame(pending); pending = null; }
     sendValue(Number(slider.value));
-    holding.delete(slider.dataset.path);
+    letGo();
   });
+  slider.addEventListener("pointercancel", letGo);
+  slider.addEventListener("blur", letGo);
+}
+
+/** After a person's change, what the router says wins: if it refused or changed the value, the
+ *  control shows the router's value once its answer has had time to come. */
+function settle(path) {
+  setTimeout(() => render(path), 1000);
 }
 
 // ---- Values from the router ----
@@ -243,7 +282,7 @@ function render(path) {
     }
     case "/duck/level": case "/duck/attack": case "/duck/release": {
       const input = $(`duck-${parts[1]}`);
-      if (document.activeElement !== input && value[0] !== undefined) input.value = Math.round(value[0] * 10) / 10;
+      if (value[0] !== undefined && (document.activeElement !== input || input.value === "")) input.value = Math.round(value[0] * 10) / 10;
       return;
     }
     case "/remote/nowPlaying":
@@ -319,13 +358,23 @@ function showError(text) {
 
 $("system-volume").dataset.path = "/system/volume";
 hold($("system-volume"), (value) => send("/system/volume", [["f", value]]));
-$("silent").onchange = (event) => send("/system/silent", [["i", event.target.checked ? 1 : 0]]);
+$("silent").onchange = (event) => {
+  send("/system/silent", [["i", event.target.checked ? 1 : 0]]);
+  settle("/system/silent");
+};
 $("outside").onchange = (event) => {
   if (event.target.checked) send("/system/interruption/begin", [["s", "page"]]);
   else send("/system/interruption/end", [["s", "page"], ["i", 1]]);
+  settle("/system/interruption/sources");
 };
 for (const leaf of ["level", "attack", "release"]) {
-  $(`duck-${leaf}`).onchange = (event) => send(`/duck/${leaf}`, [["f", Number(event.target.value)]]);
+  $(`duck-${leaf}`).onchange = (event) => {
+    const value = Number(event.target.value);
+    // An emptied field is not 0 dB (which would stop ducking in the middle of a show).
+    if (event.target.value.trim() !== "" && Number.isFinite(value)) send(`/duck/${leaf}`, [["f", value]]);
+    settle(`/duck/${leaf}`);
+  };
+  $(`duck-${leaf}`).onblur = () => render(`/duck/${leaf}`);
 }
 
 setLink(false, "connecting…");
