@@ -119,6 +119,8 @@ actor ListenHub {
         guard latest.values[path] != nil || Self.readableWithoutValue.contains(path) else {
             return "\(path) has no value to listen to"
         }
+        // Meters are not pushed on change: the session has the OSC server send them at 20 Hz.
+        if Namespace.isMeter(path) { return nil }
         // Listening again (a page that rebuilt itself) sends the value again, whatever was sent.
         client.listening[path] = .some(nil)
         push(latest, to: client, paths: [path])

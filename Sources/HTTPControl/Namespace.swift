@@ -16,10 +16,13 @@ public struct Namespace {
         public var state: String
         /// What holds it back ("ducked by nav"), or "".
         public var why: String
-        public init(name: String, state: String, why: String = "") {
+        /// Input peak per channel, dBFS (the latest meter interval).
+        public var peaks: [Double]
+        public init(name: String, state: String, why: String = "", peaks: [Double] = []) {
             self.name = name
             self.state = state
             self.why = why
+            self.peaks = peaks
         }
     }
 
@@ -27,9 +30,12 @@ public struct Namespace {
         public var name: String
         /// The route's system volume, a slider position 0...1.
         public var volume: Double
-        public init(name: String, volume: Double) {
+        /// Output peak per channel, dBFS (the latest meter interval).
+        public var peaks: [Double]
+        public init(name: String, volume: Double, peaks: [Double] = []) {
             self.name = name
             self.volume = volume
+            self.peaks = peaks
         }
     }
 
@@ -85,6 +91,7 @@ public struct Namespace {
                    range: [Self.categories, .unbounded, Range(values: Mode.allCases.map(\.rawValue))]),
             OSCQueryNode(fullPath: "\(base)/state", description: "what the app is doing now (read only; /duckrouter/app notifies changes)",
                          type: "s", access: .readOnly, value: [.string(app.state)], range: [Range(values: Self.appStates)]),
+            Self.meter("\(base)/meter", "the app's input peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)", app.peaks),
             OSCQueryNode(fullPath: "\(base)/why", description: "what holds the app back now: \"ducked by nav\", \"interrupted by phone (outside)\", \"silenced by the silent switch\"; \"\" when nothing does (read only)",
                          type: "s", access: .readOnly, value: [.string(app.why)]),
             method("\(base)/activate", "setActive(true): may interrupt or duck others, or be refused (-6)", access: .none),
@@ -133,6 +140,7 @@ public struct Namespace {
                        type: "i", access: .readWrite, valueOf: "\(base)/available", range: [Range(minimum: 0, maximum: 1)]),
                 OSCQueryNode(fullPath: "\(base)/volume", description: "the route's system volume, kept per route (read only; /system/volume sets the current route's)",
                              type: "f", access: .readOnly, value: [.float(Float(route.volume))], range: [Range(minimum: 0, maximum: 1)]),
+                Self.meter("\(base)/meter", "the route's output peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)", route.peaks),
             ])
         }
         return .container("/route", "output routes", children)
@@ -170,6 +178,16 @@ public struct Namespace {
     }
 
     // MARK: Helpers
+
+    /// Whether `path` is a meter (LISTENed at 20 Hz through the OSC server's meters, not pushed
+    /// on change).
+    static func isMeter(_ path: String) -> Bool { path.hasSuffix("/meter") && (path.hasPrefix("/app/") || path.hasPrefix("/route/")) }
+
+    private static func meter(_ path: String, _ description: String, _ peaks: [Double]) -> OSCQueryNode {
+        OSCQueryNode(fullPath: path, description: description, type: String(repeating: "f", count: peaks.count), access: .readOnly,
+                     value: peaks.map { .float(Float(max($0, -144))) },
+                     range: peaks.map { _ in Range(minimum: -144, maximum: 0) }, unit: peaks.map { _ in "gain.db" })
+    }
 
     private typealias Range = OSCQueryNode.Range
 

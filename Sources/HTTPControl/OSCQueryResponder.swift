@@ -157,8 +157,8 @@ extension Namespace {
     /// The namespace as one reading of the control plane sees it.
     init(_ reader: ControlServer.Reader) {
         let why = reader.status.policy.whyAll()
-        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state, why: why[$0.name] ?? "") },
-                  routes: reader.status.routes.map { Route(name: $0.name, volume: $0.volume) },
+        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state, why: why[$0.name] ?? "", peaks: $0.peakDecibels) },
+                  routes: reader.status.routes.map { Route(name: $0.name, volume: $0.volume, peaks: $0.peakDecibels) },
                   nowPlaying: reader.status.nowPlaying, outsideInterruptions: reader.status.outsideInterruptions,
                   answer: { try? reader.value($0).get() })
     }

@@ -83,6 +83,8 @@ struct WebSocketSession {
 
     private func read(_ inbound: WebSocketInboundStream, stream: OSCServer.StreamHandle, queue: OutboundQueue) async {
         let id = stream.id
+        // The meter paths listened to (sent by the OSC server at 20 Hz, not by the hub).
+        var meters: Set<String> = []
         do {
             for try await message in inbound.messages(maxSize: maximumMessageBytes) {
                 switch message {
@@ -94,9 +96,14 @@ struct WebSocketSession {
                 case let .text(text):
                     switch OSCQueryCommand.decode(text) {
                     case let .success(.listen(path)):
-                        if let problem = await hub.listen(id, path) { queue.push(.text(error(path, problem))) }
+                        if let problem = await hub.listen(id, path) {
+                            queue.push(.text(error(path, problem)))
+                        } else if Namespace.isMeter(path), meters.insert(path).inserted {
+                            control.listenMeters(on: stream, paths: meters)
+                        }
                     case let .success(.ignore(path)):
                         await hub.ignore(id, path)
+                        if meters.remove(path) != nil { control.listenMeters(on: stream, paths: meters) }
                     case let .failure(problem):
                         queue.push(.text(error(nil, problem.description)))
                     }

@@ -1,3 +1,4 @@
+import Foundation
 import OSCTransport
 
 /// OSC carried by another front end (the WebSocket of HTTPControl, docs/HTTP.md): each stream is
@@ -29,5 +30,30 @@ extension ControlServer {
     /// must see everything also reads now and then.
     public func observeChanges(_ observer: @escaping @Sendable () -> Void) {
         server.execute { [self] in changeObservers.append(observer) }
+    }
+
+    /// Sends the stream the OSCQuery meter paths in `paths` (`/app/<app>/meter`,
+    /// `/route/<route>/meter`) at 20 Hz, each as a message of its own path with the peak per
+    /// channel in dBFS since the last one; an empty set stops them. Meters are conflatable: a
+    /// stream that reads slowly gets fewer, never a backlog.
+    public func listenMeters(on stream: OSCServer.StreamHandle, paths: Set<String>) {
+        server.execute { [self] in
+            let id = stream.id
+            if let existing = meterTargets.first(where: { $0.connection == id && $0.meterPaths != nil }) {
+                if paths.isEmpty {
+                    meterTargets.removeAll { $0 === existing }
+                } else {
+                    existing.meterPaths = paths
+                }
+                return
+            }
+            guard !paths.isEmpty, let peer = server.streamPeer(id) else { return }
+            if meterTargets.isEmpty { _ = router.takePeaks() }
+            let target = Target(url: peer.url, destination: server.destination(peer), connection: id)
+            target.meterRate = 20
+            target.nextMeter = Date().timeIntervalSince1970 + 1.0 / 20
+            target.meterPaths = paths
+            meterTargets.append(target)
+        }
     }
 }

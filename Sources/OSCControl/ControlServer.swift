@@ -75,6 +75,10 @@ public final class ControlServer: @unchecked Sendable {
         /// since the last one sent (linear, by "kind/name").
         var meterRate = 0.0
         var nextMeter = 0.0
+        /// OSCQuery meter paths (`/app/<app>/meter`, `/route/<route>/meter`) listened to on a
+        /// stream: it gets those as messages of their own paths instead of `/duckrouter/meter`
+        /// (nil: an OSC `/meters` subscriber).
+        var meterPaths: Set<String>?
         var peaks: [String: [Float]] = [:]
         init(url: String, destination: OSCServer.Destination, connection: Int?) {
             self.url = url
@@ -91,7 +95,7 @@ public final class ControlServer: @unchecked Sendable {
     private var owners: [String: Owner] = [:]
     private(set) var notifyTargets: [String: Target] = [:]
     private var subscribers: [Target] = []
-    private var meterTargets: [Target] = []
+    var meterTargets: [Target] = []
     private var malformed = 0
     private var lastMalformedLog = 0.0
     /// Counters for `/state` and tests.
@@ -623,7 +627,7 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Every tick (10 ms) gathers the peaks since the last one into each subscriber's; a subscriber
     /// whose time has come gets one bundle with the peaks since its previous one, in dBFS.
-    private func tick() {
+    func tick() {
         guard !meterTargets.isEmpty else { return }
         let latest = router.takePeaks()
         for target in meterTargets {
@@ -642,10 +646,14 @@ public final class ControlServer: @unchecked Sendable {
         meterTargets.removeAll { target in
             guard due.contains(where: { $0 === target }) else { return false }
             target.nextMeter = now + 1 / target.meterRate
-            let messages = latest.map { meter in
-                let peaks = target.peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks
-                return OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)]
-                                  + peaks.map { .float(max(Decibels.level($0), Decibels.floor)) })
+            let messages = latest.compactMap { meter -> OSCMessage? in
+                let peaks = (target.peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks)
+                    .map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
+                guard let paths = target.meterPaths else {
+                    return OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)] + peaks)
+                }
+                let path = "/\(meter.kind.rawValue)/\(meter.name)/meter"
+                return paths.contains(path) ? OSCMessage(path, peaks) : nil
             }
             target.peaks.removeAll(keepingCapacity: true)
             if send(OSCCodec.encodeBundle(messages), to: target, conflatable: true) { return false }

@@ -131,6 +131,11 @@ extension OSCServer {
         })
     }
 
+    /// An open stream's peer, as its packets come from (server thread only).
+    public func streamPeer(_ id: Int) -> Peer? {
+        streams[id].map { Peer(transport: .tcp, address: $0.address, connection: id) }
+    }
+
     /// Handles each stream's packets up to `streamBytesPerTurn` (at least one); true when some
     /// are left.
     func serviceStreams() -> Bool {

@@ -35,7 +35,7 @@ struct NamespaceTests {
     }
 
     func build(_ answers: Answers = Answers()) -> OSCQueryNode {
-        Namespace(apps: [.init(name: "music", state: "ducked", why: "ducked by nav"), .init(name: "nav", state: "active")],
+        Namespace(apps: [.init(name: "music", state: "ducked", why: "ducked by nav", peaks: [-6.02, -.infinity]), .init(name: "nav", state: "active")],
                   routes: [.init(name: "speaker", volume: 0.5), .init(name: "headphones", volume: 0.7)],
                   nowPlaying: "music", outsideInterruptions: ["phone", "alarm"],
                   answer: answers.answer).build()
@@ -47,9 +47,9 @@ struct NamespaceTests {
         #expect(root.fullPath == "/" && Set(root.contents?.keys ?? [:].keys) == ["app", "system", "route", "remote", "duck"])
         #expect(Set(try #require(root.node(at: "/app")?.contents).keys) == ["register", "music", "nav"])
         #expect(Set(try #require(root.node(at: "/app/music")?.contents).keys)
-                == ["volume", "gain", "category", "state", "why", "activate", "deactivate", "activation", "remote", "notify", "unregister"])
+                == ["volume", "gain", "category", "state", "why", "meter", "activate", "deactivate", "activation", "remote", "notify", "unregister"])
         #expect(Set(try #require(root.node(at: "/route")?.contents).keys) == ["select", "speaker", "headphones"])
-        #expect(Set(try #require(root.node(at: "/route/headphones")?.contents).keys) == ["available", "volume"])
+        #expect(Set(try #require(root.node(at: "/route/headphones")?.contents).keys) == ["available", "volume", "meter"])
         #expect(Set(try #require(root.node(at: "/system")?.contents).keys) == ["volume", "gain", "silent", "interruption"])
         #expect(Set(try #require(root.node(at: "/system/interruption")?.contents).keys) == ["sources", "begin", "end"])
         #expect(Set(try #require(root.node(at: "/remote")?.contents).keys) == Set(RemoteCommand.allCases.map(\.rawValue) + ["nowPlaying"]))
@@ -77,6 +77,8 @@ struct NamespaceTests {
         #expect(root.node(at: "/app/music/why")?.value == [.string("ducked by nav")] && root.node(at: "/app/music/why")?.access == .readOnly)
         #expect(root.node(at: "/app/nav/why")?.value == [.string("")])
         #expect(root.node(at: "/remote/nowPlaying")?.value == [.string("music")])
+        let meter = try #require(root.node(at: "/app/music/meter"))
+        #expect(meter.type == "ff" && meter.access == .readOnly && meter.value == [.float(-6.02), .float(-144)], "silence as -144 dB, not -inf")
         #expect(root.node(at: "/system/interruption/sources")?.value == [.string("phone,alarm")])
         #expect(root.node(at: "/route/headphones/volume")?.value == [.float(0.7)])
         // nav has no answers here: its settable nodes carry no VALUE rather than a made-up one.
@@ -103,7 +105,7 @@ struct NamespaceTests {
         #expect(text.contains("\"VALUE\":[0.8]"), "\(text)")
         #expect((volume["RANGE"] as? [[String: Any]])?.first as? NSDictionary == ["MIN": 0, "MAX": 1])
         let music = try #require(root.node(at: "/app/music")).jsonObject()
-        #expect(music["ACCESS"] == nil && music["TYPE"] == nil && (music["CONTENTS"] as? [String: Any])?.count == 11)
+        #expect(music["ACCESS"] == nil && music["TYPE"] == nil && (music["CONTENTS"] as? [String: Any])?.count == 12)
         let category = try #require(root.node(at: "/app/music/category")).jsonObject()
         let ranges = try #require(category["RANGE"] as? [Any])
         #expect(ranges.count == 3 && ((ranges[0] as? [String: Any])?["VALS"] as? [String]) == Category.allCases.map(\.rawValue))

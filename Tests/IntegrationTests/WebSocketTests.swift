@@ -93,6 +93,33 @@ struct WebSocketTests {
         #expect(subscribers.isEmpty, "the closed WebSocket's subscription is gone: \(subscribers)")
     }
 
+    @Test("LISTEN to a meter: its own path at 20 Hz with the peak per channel in dBFS, nothing of other meters; IGNORE stops it")
+    func meters() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        rig.expectLevel(.speaker1, 0.5)
+        let client = try OSCQueryClient(httpPort: Int(rig.httpPort))
+        _ = client.call("connect")
+        _ = client.call("listen", "/app/music/meter")
+        #expect(client.until(["osc": "/app/music/meter"]).matched)
+        let second = client.drain(1)
+        let meters = second.compactMap(\.oscFrame).filter { $0.path == "/app/music/meter" }
+        print("WebSocketTests: \(meters.count) /app/music/meter frames in 1 s; last \(meters.last?.args ?? [])")
+        #expect((15...22).contains(meters.count), "about 20 a second: \(meters.count)")
+        #expect(second.allSatisfy { $0.oscFrame?.path == "/app/music/meter" }, "only the listened meter: \(Set(second.compactMap { $0.oscFrame?.path }))")
+        let peaks = meters.last?.args.compactMap { $0 as? Double } ?? []
+        #expect(peaks.count == 2 && peaks.allSatisfy { abs($0 - -6.02) < 0.1 }, "0.5 is -6.02 dBFS: \(peaks)")
+        _ = client.call("ignore", "/app/music/meter")
+        _ = client.call("listen", "/duck/level")
+        let after = client.until(["osc": "/duck/level"])
+        #expect(after.matched)
+        // At most the one already waiting in the meter slot when IGNORE came; listened, 0.5 s
+        // would bring about ten.
+        let later = client.drain(0.5).filter { $0.oscFrame?.path == "/app/music/meter" }
+        #expect(later.count <= 1, "ignored, yet \(later.count) meter frames in 0.5 s")
+    }
+
     @Test("Chataigne's flow: HOST_INFO, the namespace, a WebSocket on the HTTP port, one LISTEN per parameter; changes arrive, no errors")
     func chataigneFlow() throws {
         let rig = try OSCRig(http: true)
