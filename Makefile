@@ -48,6 +48,7 @@ tsan: deps
 ## Benchmarks; figures go into docs/PERFORMANCE.md.
 bench: deps
 	@scripts/install-deps.sh $(BENCH_PACKAGES)
+	@scripts/install-python-deps.sh
 	$(SWIFT) build -c release --product duckbench
 	$(SWIFT) build -c release --product duckrouter
 	$(SWIFT) build -c release --product oscbench

@@ -53,8 +53,15 @@ actor ListenHub {
     private let minimumInterval: Duration
     private var clients: [Int: Client] = [:]
     private var latest: Snapshot?
+    /// The last look was made before anyone connected again: its values may be old (its paths
+    /// still serve to tell what changed meanwhile).
+    private var stale = false
     private var looking = false
     private var lookAgain = false
+    /// Looks begun, counted: a LISTEN that needs a fresh look waits for one begun after it asked,
+    /// without running the looks itself.
+    private var begun = 0
+    private var waiting: [(look: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var poller: Task<Void, Never>?
     /// Set by `poke` (any thread), cleared when a look starts: one look per flurry of pokes.
     private nonisolated let poked = Atomic<Bool>(false)
@@ -79,7 +86,7 @@ actor ListenHub {
 
     func add(_ id: Int, queue: OutboundQueue, close: @escaping @Sendable () -> Void) {
         // Nobody was connected: nothing was looked at meanwhile, so the last look is stale.
-        if clients.isEmpty { latest = nil }
+        if clients.isEmpty { stale = true }
         clients[id] = Client(queue: queue, close: close)
         connected.add(1, ordering: .relaxed)
         if poller == nil {
@@ -104,13 +111,9 @@ actor ListenHub {
     /// Starts pushing `path`'s value to the client (its value now first, then each change).
     /// Returns why not: no such path, or a path with no value to read.
     func listen(_ id: Int, _ path: String) async -> String? {
-        // The first client's first LISTEN may come before any look (or during the first one).
-        for _ in 0..<50 where latest == nil {
-            await look()
-            if latest == nil { try? await Task.sleep(for: .milliseconds(20)) }
-        }
-        // A path the last look did not have may have come since (an app just registered).
-        if let latest, !latest.paths.contains(path) { await look() }
+        // No look yet, or one from before anyone connected, or one without this path (an app
+        // just registered): wait for a look begun now.
+        if latest == nil || stale || latest?.paths.contains(path) == false { await freshLook() }
         guard let client = clients[id] else { return nil }
         guard let latest else { return "the router is starting or stopping; try again" }
         guard latest.paths.contains(path) else { return "no such path: \(path)" }
@@ -136,6 +139,26 @@ actor ListenHub {
 
     // MARK: Looking
 
+    /// Returns once a look begun after this call has been applied (or the looks stopped), at most
+    /// two seconds later. Looks are run by their own task, never by the caller.
+    private func freshLook() async {
+        let wanted = begun + 1
+        if looking { lookAgain = true } else { Task { await self.look() } }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            waiting.append((wanted, continuation))
+            Task { [weak self] in
+                try? await Task.sleep(for: .seconds(2))
+                await self?.resumeWaiting(upTo: .max)
+            }
+        }
+    }
+
+    private func resumeWaiting(upTo look: Int) {
+        let ready = waiting.filter { $0.look <= look }
+        waiting.removeAll { $0.look <= look }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
     /// One reading of the control plane, compared and pushed. Looks never overlap: one asked for
     /// during a look runs after it.
     func look() async {
@@ -144,16 +167,23 @@ actor ListenHub {
             return
         }
         looking = true
-        defer { looking = false }
+        defer {
+            looking = false
+            // Stopping, or done: nobody waits for a look that will not come.
+            resumeWaiting(upTo: .max)
+        }
         repeat {
             lookAgain = false
             poked.store(false, ordering: .releasing)
+            begun += 1
+            let number = begun
             guard let control = control.get(),
                   let snapshot = await control.read({ reader in Snapshot(Namespace(reader).build()) }) else {
                 // Stopping: nothing to look at. A look asked for meanwhile is dropped with it.
                 return
             }
             apply(snapshot)
+            resumeWaiting(upTo: number)
             try? await Task.sleep(for: minimumInterval)
         } while lookAgain || poked.load(ordering: .acquiring)
     }
@@ -172,6 +202,7 @@ actor ListenHub {
             }
         }
         latest = snapshot
+        stale = false
         for client in clients.values { push(snapshot, to: client, paths: Array(client.listening.keys)) }
     }
 

@@ -57,6 +57,7 @@ struct WebSocketSession {
                         case let .binary(bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
                         }
                     } catch {
+                        writing.since.store(0, ordering: .relaxed)
                         break
                     }
                     writing.since.store(0, ordering: .relaxed)

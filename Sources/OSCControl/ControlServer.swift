@@ -354,7 +354,8 @@ public final class ControlServer: @unchecked Sendable {
             return [.string(key)]
         case let .meters(url, rate):
             let key = url.flatMap(OSCURL.init)?.description ?? peer.url
-            if let existing = meterTargets.first(where: { $0.url == key }) {
+            // OSC /meters subscribers only: a WebSocket's LISTENed meters are its own (listenMeters).
+            if let existing = meterTargets.first(where: { $0.url == key && $0.meterPaths == nil }) {
                 existing.meterRate = rate
             } else if rate > 0 {
                 guard meterTargets.count < configuration.maximumSubscribers else {
@@ -369,7 +370,7 @@ public final class ControlServer: @unchecked Sendable {
                 meterTargets.append(target)
             }
             meterTargets.removeAll { target in
-                guard target.meterRate == 0 else { return false }
+                guard target.meterRate == 0, target.meterPaths == nil else { return false }
                 release(target)
                 return true
             }
@@ -656,6 +657,8 @@ public final class ControlServer: @unchecked Sendable {
                 return paths.contains(path) ? OSCMessage(path, peaks) : nil
             }
             target.peaks.removeAll(keepingCapacity: true)
+            // Listened meters whose apps are gone (until they come back): nothing to send.
+            if messages.isEmpty { return false }
             if send(OSCCodec.encodeBundle(messages), to: target, conflatable: true) { return false }
             logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
             release(target)

@@ -24,6 +24,8 @@ extension OSCServer {
         private var packets = 0
         private var bytes = 0
         private var waiter: (limit: (packets: Int, bytes: Int), continuation: CheckedContinuation<Void, Never>)?
+        /// The stream is gone or the server stopped: nobody waits for room any more.
+        private var released = false
         init(id: Int) { self.id = id }
 
         /// Packets handed in and not yet handled.
@@ -35,7 +37,8 @@ extension OSCServer {
         public func waitForRoom(packets: Int, bytes: Int) async {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now: Bool = lock.withLock {
-                    if self.packets < packets && self.bytes < bytes { return true }
+                    if released || (self.packets < packets && self.bytes < bytes) { return true }
+                    precondition(waiter == nil, "one waiter per stream")
                     waiter = ((packets, bytes), continuation)
                     return false
                 }
@@ -64,6 +67,7 @@ extension OSCServer {
         /// The stream is gone: a waiting front end goes on (its reads then end with the connection).
         func release() {
             let ready: CheckedContinuation<Void, Never>? = lock.withLock {
+                released = true
                 defer { waiter = nil }
                 return waiter?.continuation
             }
@@ -89,6 +93,8 @@ extension OSCServer {
     /// that sends thousands of commands at once shares the thread with UDP, TCP peers and timers
     /// instead of holding it. A bundle is one packet and runs whole.
     static let streamBytesPerTurn = 8 * 1024
+    /// And at most this many packets (a small command, such as /state, may cost much).
+    static let streamPacketsPerTurn = 32
 
     /// Opens a stream connection for a peer at `address` (packets handed in after this call are
     /// handled after it is open). If the server has stopped, the stream never opens and its
@@ -131,20 +137,26 @@ extension OSCServer {
         })
     }
 
+    /// Lets every stream's front end go on (the server has stopped: nothing will run).
+    func releaseStreams() {
+        for stream in streams.values { stream.handle.release() }
+    }
+
     /// An open stream's peer, as its packets come from (server thread only).
     public func streamPeer(_ id: Int) -> Peer? {
         streams[id].map { Peer(transport: .tcp, address: $0.address, connection: id) }
     }
 
-    /// Handles each stream's packets up to `streamBytesPerTurn` (at least one); true when some
-    /// are left.
+    /// Handles each stream's packets up to `streamBytesPerTurn` bytes and `streamPacketsPerTurn`
+    /// packets (at least one); true when some are left.
     func serviceStreams() -> Bool {
         var left = false
         for id in Array(streams.keys) {
             guard let stream = streams[id], !stream.inbox.isEmpty else { continue }
             var count = 0
             var size = 0
-            while count < stream.inbox.count && (count == 0 || size + stream.inbox[count].count <= Self.streamBytesPerTurn) {
+            while count < stream.inbox.count && count < Self.streamPacketsPerTurn
+                    && (count == 0 || size + stream.inbox[count].count <= Self.streamBytesPerTurn) {
                 size += stream.inbox[count].count
                 count += 1
             }

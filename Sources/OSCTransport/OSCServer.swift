@@ -190,6 +190,8 @@ public final class OSCServer: @unchecked Sendable {
         if running.exchange(false, ordering: .acquiringAndReleasing) {
             signalWake()
             while !finished.load(ordering: .acquiring) { usleep(1000) }
+            // The thread has finished: its state is ours now.
+            releaseStreams()
         }
         let abandoned = tasksLock.withLock {
             acceptsTasks = false

@@ -90,6 +90,17 @@ public struct NetworkRange: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+extension NetworkRange {
+    /// Whether every address of the range is a loopback one (127.0.0.0/8, ::1).
+    public var isLoopback: Bool {
+        switch bytes.count {
+        case 4: return prefixLength >= 8 && bytes[0] == 127
+        case 16: return prefixLength == 128 && bytes == [UInt8](repeating: 0, count: 15) + [1]
+        default: return false
+        }
+    }
+}
+
 public struct NetworkRangeError: Error, Equatable, Sendable, CustomStringConvertible {
     public let text: String
     init(_ text: String) { self.text = text }

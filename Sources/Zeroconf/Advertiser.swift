@@ -183,12 +183,17 @@ public final class Advertiser: @unchecked Sendable {
 }
 
 extension Advertiser {
+    /// Whether `bind` is a loopback address (only this machine can reach what listens there).
+    public static func isLoopback(_ bind: String) -> Bool {
+        bind == "localhost" || bind == "::1" || bind.hasPrefix("127.")
+    }
+
     /// The router's services: OSC over UDP and TCP, and OSCQuery when HTTP is on. None when the
-    /// router listens on a loopback address only: nobody on the network could reach what would be
-    /// advertised there (the default `osc.bind` of 127.0.0.1).
-    public static func services(bind: String, oscPort: UInt16, httpPort: UInt16?) -> [Service] {
-        let loopback = bind == "localhost" || bind == "::1" || bind.hasPrefix("127.")
-        guard !loopback else { return [] }
+    /// router listens on a loopback address only (the default `osc.bind` of 127.0.0.1), or admits
+    /// loopback senders only (`osc.allow`): nobody on the network could use what would be
+    /// advertised.
+    public static func services(bind: String, admitsNetwork: Bool, oscPort: UInt16, httpPort: UInt16?) -> [Service] {
+        guard !isLoopback(bind), admitsNetwork else { return [] }
         var services = [Service(type: "_osc._udp", port: oscPort), Service(type: "_osc._tcp", port: oscPort)]
         if let httpPort { services.insert(Service(type: "_oscjson._tcp", port: httpPort), at: 0) }
         return services

@@ -292,11 +292,14 @@ struct Run: ParsableCommand {
 
         // Zeroconf (docs/HTTP.md): OSC and OSCQuery published through avahi, unless the router
         // listens on a loopback address only.
-        let services = Advertiser.services(bind: oscConfiguration.bind, oscPort: control.port,
+        let admitsNetwork = oscConfiguration.allow.contains { !$0.isLoopback }
+        let services = Advertiser.services(bind: oscConfiguration.bind, admitsNetwork: admitsNetwork, oscPort: control.port,
                                            httpPort: http.map { UInt16(clamping: $0.configuration.port) })
         let advertiser = Advertiser(name: router.jackClientName(), services: services)
-        if services.isEmpty {
+        if services.isEmpty && Advertiser.isLoopback(oscConfiguration.bind) {
             logger.info("zeroconf: not advertised: OSC and HTTP listen on \(oscConfiguration.bind) only (osc.bind)")
+        } else if services.isEmpty {
+            logger.info("zeroconf: not advertised: osc.allow admits this machine only")
         } else {
             advertiser.start()
         }

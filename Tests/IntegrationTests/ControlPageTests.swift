@@ -36,6 +36,9 @@ struct ControlPageTests {
         #expect(opened["routes"] as? [String] == ["headphones", "speaker"])
         #expect(opened["current"] as? String == "speaker")
         #expect(browser.call(["text", ".strip[data-app=music] .state"])?["text"] as? String == "active")
+        // The meters move: music plays, its bar grows from nothing.
+        rig.play(music: 0.5)
+        #expect(browser.call(["wait_meter", ".strip[data-app=music] .meter > div", 3])?["found"] as? Bool == true, "music's meter moves")
 
         // The fader: 0.5 is -18.06 dB (cubic taper), measured at the speaker's sink.
         rig.play(music: 0.5)

@@ -26,7 +26,7 @@ struct ZeroconfTests {
         try """
             {"routes": [{"name": "speaker", "ports": ["system:playback_1", "system:playback_2"]}],
              "apps": [{"name": "music", "category": "playback"}],
-             "osc": {"port": \(oscPort), "bind": "0.0.0.0", "allow": ["127.0.0.1/32"]},
+             "osc": {"port": \(oscPort), "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "10.77.0.0/24"]},
              "http": {"port": \(httpPort)}}
             """.write(to: session, atomically: true, encoding: .utf8)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/zeroconf.sh")
@@ -52,6 +52,7 @@ struct ZeroconfTests {
         let gone = lines.first { $0.hasPrefix("gone ") }.flatMap { Double($0.dropFirst(5)) }
         #expect(gone != nil && gone! < 5, "avahi stopping noticed: \(String(describing: gone))\n\(text)")
         #expect(records("browse3").isEmpty, "nothing left once the router stopped:\n\(text)")
+        #expect(records("sentinel").contains { $0.contains(";sentinel;_sentinel._tcp;") }, "avahi still answered then:\n\(text)")
         #expect(lines.contains("router-exit 0"), "\(text)")
         print("ZeroconfTests: \(records("browse1").count) services browsed; avahi stopping noticed in \(gone ?? -1) s")
     }
@@ -59,7 +60,7 @@ struct ZeroconfTests {
     @Test("no avahi daemon: one log line, and the router runs; bound to 127.0.0.1 it is not advertised at all, and says why")
     func withoutAvahi() throws {
         // Test daemons get a D-Bus system bus that does not exist (launchDaemon).
-        let open = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32"]"#, http: true)
+        let open = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "192.168.0.0/16"]"#, http: true)
         try waitFor("the router to say there is no avahi daemon") { open.log.contains("zeroconf:") }
         #expect(try open.query("/route/select") != nil, "OSC answers")
         let said = open.log.split(separator: "\n").filter { $0.contains("zeroconf:") }
@@ -70,5 +71,10 @@ struct ZeroconfTests {
         defer { local.close() }
         try waitFor("the router to say why it is not advertised") { local.log.contains("zeroconf:") }
         #expect(local.log.contains("zeroconf: not advertised: OSC and HTTP listen on 127.0.0.1 only (osc.bind)"), "\(local.log)")
+        local.close()
+        let lonely = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32"]"#, http: true)
+        defer { lonely.close() }
+        try waitFor("the router to say why it is not advertised") { lonely.log.contains("zeroconf:") }
+        #expect(lonely.log.contains("zeroconf: not advertised: osc.allow admits this machine only"), "\(lonely.log)")
     }
 }

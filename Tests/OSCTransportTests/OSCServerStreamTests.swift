@@ -74,7 +74,8 @@ struct OSCServerStreamTests {
         }
         let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
         let stream = server.openStream(from: address) { _, _ in true }
-        for _ in 0..<2000 { server.receive([1], on: stream) }
+        // 1 KiB packets: 8 a turn (the byte budget), so 2000 take 250 turns.
+        for _ in 0..<2000 { server.receive([UInt8](repeating: 1, count: 1024), on: stream) }
         #expect(stream.backlog > 0)
         let udp = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: server.port))
         try udp.send(OSCMessage("/ping"))

@@ -15,6 +15,7 @@ line for each:
                                     TEXT (watched in the page with a MutationObserver), S seconds at most
   ["wait_attr", CSS, NAME, VALUE, S] -> {"found": bool, "seconds": s}
   ["wait_value", CSS, VALUE, S]  -> {"found": bool, "seconds": s}  until an input's value is VALUE
+  ["wait_meter", CSS, S]         -> {"found": bool, "seconds": s}  until a meter bar is over half wide
   ["screenshot", PATH]           -> {"saved": PATH}
   ["reload"]                     -> as "open", at the current size
   ["console"]                    -> {"errors": [...]}     severe messages in the browser's console
@@ -56,6 +57,7 @@ function ok() {
   if (kind === "text") return element.textContent.includes(expected);
   if (kind === "attr") return element.getAttribute(name) === expected;
   if (kind === "value") return Math.abs(Number(element.value) - Number(expected)) < 1e-6;
+  if (kind === "meter") return parseFloat(element.style.width || "0") > 50;
   return element.dataset.connected === "yes" && document.querySelector(".strip") !== null;
 }
 if (ok()) { done({found: true, seconds: 0}); return; }
@@ -121,6 +123,8 @@ try:
                                                  request[1], request[2])})
         elif verb == "wait_text":
             emit(wait(request[1], "text", None, request[2], request[3]))
+        elif verb == "wait_meter":
+            emit(wait(request[1], "meter", None, None, request[2]))
         elif verb == "wait_value":
             emit(wait(request[1], "value", None, request[2], request[3]))
         elif verb == "wait_attr":

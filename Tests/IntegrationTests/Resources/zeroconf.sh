@@ -10,6 +10,7 @@
 #   gone <seconds>                     avahi stopped: the router said so within that time
 #   browse2 <line>                     avahi back: the services again
 #   browse3 <line>                     the router stopped (SIGTERM): what is left (nothing)
+#   sentinel <line>                    a service the script publishes itself, browsed then
 #   router-exit <status>
 #   log <line>                         the router's log
 set -u
@@ -101,6 +102,10 @@ start_avahi || echo "avahi-failed-again"
 wait_log "zeroconf: advertised" 10 1 || echo "not-advertised-again"
 browse browse2
 
+# A service of the script's own, so that "nothing left" below is avahi answering without the
+# router's services, not avahi no longer answering.
+avahi-publish -s sentinel _sentinel._tcp 1 > /dev/null 2>&1 &
+pids+=($!)
 kill -TERM "$router"; wait "$router"
 echo "router-exit $?"
 # The services go when the router's D-Bus connection closes; avahi may take a moment to see it.
@@ -110,4 +115,10 @@ for _ in $(seq 30); do
     sleep 0.1
 done
 [ -n "$left" ] && echo "$left"
+for _ in $(seq 30); do
+    sentinel=$(timeout 5 avahi-browse -rpt _sentinel._tcp 2>/dev/null | grep '^=')
+    [ -n "$sentinel" ] && break
+    sleep 0.1
+done
+echo "$sentinel" | sed 's/^/sentinel /'
 sed 's/^/log /' "$work/router.log"

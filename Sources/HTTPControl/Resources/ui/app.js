@@ -142,8 +142,9 @@ async function reload() {
   setLink(true, "live");
 }
 
+/** The values the page listens to; meters come as /meters bundles (one subscription for all). */
 function readablePaths(node, out = []) {
-  if (node.VALUE !== undefined && (node.ACCESS & 1)) out.push(node.FULL_PATH);
+  if (node.VALUE !== undefined && (node.ACCESS & 1) && !node.FULL_PATH.endsWith("/meter")) out.push(node.FULL_PATH);
   for (const child of Object.values(node.CONTENTS || {})) readablePaths(child, out);
   return out;
 }
