@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """make bench (part websocket): one browser's worth of a WebSocket client, as the control page
-behaves: reads the namespace, LISTENs to every readable value, asks for meters at 20 Hz over OSC,
+behaves: reads the namespace, LISTENs to every readable value but the meters (which it asks for
+at 20 Hz over OSC, /meters, one subscription for all),
 then reads everything the router sends until killed. On SIGTERM prints "frames seconds" (what it
 received, for how long) to the file named as its third argument.
 
@@ -27,7 +28,7 @@ def walk(node):
 
 ws = websocket.create_connection(f"ws://{host}:{port}/", timeout=5)
 for node in walk(root):
-    if "VALUE" in node and node.get("ACCESS", 0) & 1:
+    if "VALUE" in node and node.get("ACCESS", 0) & 1 and not node["FULL_PATH"].endswith("/meter"):
         ws.send(json.dumps({"COMMAND": "LISTEN", "DATA": node["FULL_PATH"]}))
 
 

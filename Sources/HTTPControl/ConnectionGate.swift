@@ -63,14 +63,20 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
     /// Answers the first request of a connection that is not served, and closes it.
     private func refuse(_ context: ChannelHandlerContext, _ request: HTTPRequest, _ status: HTTPResponse.Status, _ message: String) {
         guard !answered else { return }
+        writeRefusal(context, status, message, body: request.method != .head)
+    }
+
+    /// Writes a refusal (`status`, `message` as the body unless `body` is false) and closes the
+    /// connection once it is out; nothing else is written after it.
+    private func writeRefusal(_ context: ChannelHandlerContext, _ status: HTTPResponse.Status, _ message: String, body: Bool) {
         answered = true
-        let body = ByteBuffer(string: message + "\n")
+        let text = ByteBuffer(string: message + "\n")
         var response = HTTPResponse(status: status)
         response.headerFields[.contentType] = "text/plain; charset=utf-8"
-        response.headerFields[.contentLength] = "\(body.readableBytes)"
+        response.headerFields[.contentLength] = "\(text.readableBytes)"
         response.headerFields[.connection] = "close"
         context.write(wrapOutboundOut(.head(response)), promise: nil)
-        if request.method != .head { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        if body { context.write(wrapOutboundOut(.body(text)), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
@@ -88,15 +94,7 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
         if case .head = unwrapOutboundIn(data), let (status, reason) = admission?.refusedUpgrade ?? admission?.refusal {
             // Hummingbird answers a refused WebSocket upgrade with a bare 400 and closes; the
             // request itself did not come through here.
-            answered = true
-            let body = ByteBuffer(string: reason + "\n")
-            var refusal = HTTPResponse(status: status)
-            refusal.headerFields[.contentType] = "text/plain; charset=utf-8"
-            refusal.headerFields[.contentLength] = "\(body.readableBytes)"
-            refusal.headerFields[.connection] = "close"
-            context.write(wrapOutboundOut(.head(refusal)), promise: nil)
-            context.write(wrapOutboundOut(.body(body)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            writeRefusal(context, status, reason, body: true)
             promise?.succeed()
             return
         }

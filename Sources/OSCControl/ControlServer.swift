@@ -71,15 +71,15 @@ public final class ControlServer: @unchecked Sendable {
         /// The TCP connection it rides on (gone with it), if any.
         let connection: Int?
         var failures = 0
-        /// Meters: frames per second asked for (0: none), when the next one is due, and the peaks
-        /// since the last one sent (linear, by "kind/name").
+        /// Meters: frames per second asked for (0: none), when the next one is due, and when the
+        /// last one went (its peaks are those of the ticks after it: `meterHistory`).
         var meterRate = 0.0
         var nextMeter = 0.0
+        var lastMeter = Date().timeIntervalSince1970
         /// OSCQuery meter paths (`/app/<app>/meter`, `/route/<route>/meter`) listened to on a
         /// stream: it gets those as messages of their own paths instead of `/duckrouter/meter`
         /// (nil: an OSC `/meters` subscriber).
         var meterPaths: Set<String>?
-        var peaks: [String: [Float]] = [:]
         init(url: String, destination: OSCServer.Destination, connection: Int?) {
             self.url = url
             self.destination = destination
@@ -96,6 +96,8 @@ public final class ControlServer: @unchecked Sendable {
     private(set) var notifyTargets: [String: Target] = [:]
     private var subscribers: [Target] = []
     var meterTargets: [Target] = []
+    /// Each tick's peaks, since the oldest a meter subscriber has not had yet.
+    private var meterHistory: [(time: Double, meters: [PeakMeter])] = []
     private var malformed = 0
     private var lastMalformedLog = 0.0
     /// Counters for `/state` and tests.
@@ -626,44 +628,57 @@ public final class ControlServer: @unchecked Sendable {
 
     // MARK: Meters
 
-    /// Every tick (10 ms) gathers the peaks since the last one into each subscriber's; a subscriber
-    /// whose time has come gets one bundle with the peaks since its previous one, in dBFS.
+    /// Every tick (10 ms) keeps the peaks since the last tick, once for every subscriber; a
+    /// subscriber whose time has come gets one bundle with the peaks of the ticks since its
+    /// previous one, in dBFS (OSC `/meters` subscribers as `/duckrouter/meter` messages, a
+    /// WebSocket that LISTENs to meter paths as messages of those paths, only its own). Each tick
+    /// costs the same however many subscribers there are; each due subscriber, a merge of the
+    /// few ticks since its last bundle.
     func tick() {
-        guard !meterTargets.isEmpty else { return }
-        let latest = router.takePeaks()
-        for target in meterTargets {
-            for meter in latest {
-                let key = "\(meter.kind.rawValue)/\(meter.name)"
-                if let held = target.peaks[key], held.count == meter.peaks.count {
-                    target.peaks[key] = zip(held, meter.peaks).map { max($0, $1) }
-                } else {
-                    target.peaks[key] = meter.peaks
-                }
-            }
+        guard !meterTargets.isEmpty else {
+            meterHistory.removeAll()
+            return
         }
         let now = Date().timeIntervalSince1970
-        let due = meterTargets.filter { now >= $0.nextMeter }
-        guard !due.isEmpty else { return }
-        meterTargets.removeAll { target in
-            guard due.contains(where: { $0 === target }) else { return false }
+        let latest = router.takePeaks()
+        meterHistory.append((now, latest))
+        var dropped: [Target] = []
+        for target in meterTargets where now >= target.nextMeter {
+            let since = target.lastMeter
             target.nextMeter = now + 1 / target.meterRate
+            target.lastMeter = now
+            var peaks: [String: [Float]] = [:]
+            for (time, meters) in meterHistory where time > since {
+                for meter in meters {
+                    let key = "\(meter.kind.rawValue)/\(meter.name)"
+                    if let before = peaks[key], before.count == meter.peaks.count {
+                        peaks[key] = zip(before, meter.peaks).map { max($0, $1) }
+                    } else {
+                        peaks[key] = meter.peaks
+                    }
+                }
+            }
             let messages = latest.compactMap { meter -> OSCMessage? in
-                let peaks = (target.peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks)
+                let levels = (peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks)
                     .map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
                 guard let paths = target.meterPaths else {
-                    return OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)] + peaks)
+                    return OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)] + levels)
                 }
                 let path = "/\(meter.kind.rawValue)/\(meter.name)/meter"
-                return paths.contains(path) ? OSCMessage(path, peaks) : nil
+                return paths.contains(path) ? OSCMessage(path, levels) : nil
             }
-            target.peaks.removeAll(keepingCapacity: true)
             // Listened meters whose apps are gone (until they come back): nothing to send.
-            if messages.isEmpty { return false }
-            if send(OSCCodec.encodeBundle(messages), to: target, conflatable: true) { return false }
+            if messages.isEmpty { continue }
+            if !send(OSCCodec.encodeBundle(messages), to: target, conflatable: true) { dropped.append(target) }
+        }
+        for target in dropped {
             logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
             release(target)
-            return true
         }
+        meterTargets.removeAll { target in dropped.contains { $0 === target } }
+        // Ticks every subscriber has had.
+        let oldest = meterTargets.map(\.lastMeter).min() ?? now
+        meterHistory.removeAll { $0.time <= oldest }
     }
 
     // MARK: State

@@ -150,6 +150,7 @@ extension OSCServer {
     /// Handles each stream's packets up to `streamBytesPerTurn` bytes and `streamPacketsPerTurn`
     /// packets (at least one); true when some are left.
     func serviceStreams() -> Bool {
+        guard streams.values.contains(where: { !$0.inbox.isEmpty }) else { return false }
         var left = false
         for id in Array(streams.keys) {
             guard let stream = streams[id], !stream.inbox.isEmpty else { continue }
