@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// How it sees changes: the OSC server tells it after every burst of commands and every router
 /// notification (`ControlServer.observeChanges`), and, while any client is connected, it also
-/// looks every `pollInterval` for changes that send no notification. Each look is one reading of
+/// looks every `pollInterval` (a second) for changes that send no notification. Each look is one reading of
 /// the control plane (`ControlServer.read`: the OSC server's thread, one trip to the control
 /// queue), shared by all clients, compared with what each was last sent. Looks never overlap and
 /// come at most every `minimumInterval`, however many changes arrive. Nothing here runs on the
@@ -68,7 +68,7 @@ actor ListenHub {
     /// Clients connected (read by `poke` without entering the actor).
     private nonisolated let connected = Atomic<Int>(0)
 
-    init(control: AttachedControl, logger: Logger, pollInterval: Duration = .milliseconds(250),
+    init(control: AttachedControl, logger: Logger, pollInterval: Duration = .seconds(1),
          minimumInterval: Duration = .milliseconds(20)) {
         self.control = control
         self.logger = logger

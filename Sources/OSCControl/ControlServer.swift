@@ -643,33 +643,40 @@ public final class ControlServer: @unchecked Sendable {
         let latest = router.takePeaks()
         meterHistory.append((now, latest))
         var dropped: [Target] = []
+        // Subscribers due together whose last bundles went together share their peaks, and the
+        // plain ones their bytes (twenty pages fall into a few such groups: one per 10 ms tick
+        // of their 50 ms period).
+        var merged: [Double: (peaks: [String: [Float]], plain: [UInt8]?)] = [:]
         for target in meterTargets where now >= target.nextMeter {
             let since = target.lastMeter
             target.nextMeter = now + 1 / target.meterRate
             target.lastMeter = now
-            var peaks: [String: [Float]] = [:]
-            for (time, meters) in meterHistory where time > since {
-                for meter in meters {
-                    let key = "\(meter.kind.rawValue)/\(meter.name)"
-                    if let before = peaks[key], before.count == meter.peaks.count {
-                        peaks[key] = zip(before, meter.peaks).map { max($0, $1) }
-                    } else {
-                        peaks[key] = meter.peaks
-                    }
-                }
+            var group = merged[since] ?? (Self.peaks(in: meterHistory, after: since), nil)
+            let levels = { (meter: PeakMeter) in
+                (group.peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks).map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
             }
-            let messages = latest.compactMap { meter -> OSCMessage? in
-                let levels = (peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks)
-                    .map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
-                guard let paths = target.meterPaths else {
-                    return OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)] + levels)
+            let bytes: [UInt8]
+            if let paths = target.meterPaths {
+                let messages = latest.compactMap { meter -> OSCMessage? in
+                    let path = "/\(meter.kind.rawValue)/\(meter.name)/meter"
+                    return paths.contains(path) ? OSCMessage(path, levels(meter)) : nil
                 }
-                let path = "/\(meter.kind.rawValue)/\(meter.name)/meter"
-                return paths.contains(path) ? OSCMessage(path, levels) : nil
+                // Listened meters whose apps are gone (until they come back): nothing to send.
+                if messages.isEmpty {
+                    merged[since] = group
+                    continue
+                }
+                bytes = OSCCodec.encodeBundle(messages)
+            } else {
+                if group.plain == nil {
+                    group.plain = OSCCodec.encodeBundle(latest.map { meter in
+                        OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)] + levels(meter))
+                    })
+                }
+                bytes = group.plain!
             }
-            // Listened meters whose apps are gone (until they come back): nothing to send.
-            if messages.isEmpty { continue }
-            if !send(OSCCodec.encodeBundle(messages), to: target, conflatable: true) { dropped.append(target) }
+            merged[since] = group
+            if !send(bytes, to: target, conflatable: true) { dropped.append(target) }
         }
         for target in dropped {
             logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
@@ -679,6 +686,22 @@ public final class ControlServer: @unchecked Sendable {
         // Ticks every subscriber has had.
         let oldest = meterTargets.map(\.lastMeter).min() ?? now
         meterHistory.removeAll { $0.time <= oldest }
+    }
+
+    /// The peak of every meter's channels over the ticks after `since`, by "kind/name".
+    private static func peaks(in history: [(time: Double, meters: [PeakMeter])], after since: Double) -> [String: [Float]] {
+        var peaks: [String: [Float]] = [:]
+        for (time, meters) in history where time > since {
+            for meter in meters {
+                let key = "\(meter.kind.rawValue)/\(meter.name)"
+                if let before = peaks[key], before.count == meter.peaks.count {
+                    peaks[key] = zip(before, meter.peaks).map { max($0, $1) }
+                } else {
+                    peaks[key] = meter.peaks
+                }
+            }
+        }
+        return peaks
     }
 
     // MARK: State
