@@ -16,7 +16,8 @@ import SessionStore
 /// Threads: requests run on SwiftNIO's event loops and Swift's concurrency pool, never on the
 /// control queue or the audio thread. What a request reads comes through `ControlServer.read`,
 /// which runs on the OSC server's thread exactly as an OSC query does (same decoder, same
-/// answers); the request waits for it without holding a thread. Nothing here changes state.
+/// answers); the request waits for it without holding a thread. Plain HTTP only reads; changes
+/// come as OSC in a WebSocket's binary frames, run by the OSC server (WebSocketSession).
 ///
 /// The daemon starts it (binds the port) before the router, so a taken port is known before JACK
 /// ports are made, and attaches the control server once OSC runs; until then, and once OSC has

@@ -1,4 +1,3 @@
-import Foundation
 import OSCTransport
 
 /// OSC carried by another front end (the WebSocket of HTTPControl, docs/HTTP.md): each stream is
@@ -48,12 +47,9 @@ extension ControlServer {
                 return
             }
             guard !paths.isEmpty, let peer = server.streamPeer(id) else { return }
-            if meterTargets.isEmpty { _ = router.takePeaks() }
             let target = Target(url: peer.url, destination: server.destination(peer), connection: id)
-            target.meterRate = 20
-            target.nextMeter = Date().timeIntervalSince1970 + 1.0 / 20
             target.meterPaths = paths
-            meterTargets.append(target)
+            addMeterTarget(target, rate: 20)
         }
     }
 }

@@ -363,13 +363,7 @@ public final class ControlServer: @unchecked Sendable {
                 guard meterTargets.count < configuration.maximumSubscribers else {
                     throw PolicyError(.general, "too many meter subscribers (\(configuration.maximumSubscribers))")
                 }
-                // The first subscriber: drop what the router gathered while nobody listened.
-                if meterTargets.isEmpty { _ = router.takePeaks() }
-                let target = try target(url: url, peer: peer)
-                target.meterRate = rate
-                // The first bundle after one whole interval, so it carries a whole interval's peaks.
-                target.nextMeter = Date().timeIntervalSince1970 + 1 / rate
-                meterTargets.append(target)
+                addMeterTarget(try target(url: url, peer: peer), rate: rate)
             }
             meterTargets.removeAll { target in
                 guard target.meterRate == 0, target.meterPaths == nil else { return false }
@@ -686,6 +680,17 @@ public final class ControlServer: @unchecked Sendable {
         // Ticks every subscriber has had.
         let oldest = meterTargets.map(\.lastMeter).min() ?? now
         meterHistory.removeAll { $0.time <= oldest }
+    }
+
+    /// Starts sending `target` meters at `rate` Hz.
+    func addMeterTarget(_ target: Target, rate: Double) {
+        // The first subscriber: drop what the router gathered while nobody listened.
+        if meterTargets.isEmpty { _ = router.takePeaks() }
+        target.meterRate = rate
+        // The first bundle after one whole interval, so it carries a whole interval's peaks.
+        target.lastMeter = Date().timeIntervalSince1970
+        target.nextMeter = target.lastMeter + 1 / rate
+        meterTargets.append(target)
     }
 
     /// The peak of every meter's channels over the ticks after `since`, by "kind/name".

@@ -23,14 +23,20 @@ final class JSONLineScript {
         finish(process, timeout: 20)
     }
 
-    /// The next line; nil when the script has ended, or has said nothing for `timeout` seconds
-    /// (a hung helper fails its test instead of hanging the suite; it is killed).
+    /// The next line as a JSON object; nil when the script has ended, or has said nothing for
+    /// `timeout` seconds (a hung helper fails its test instead of hanging the suite; it is killed).
     func readLine(timeout: Double = 60) -> [String: Any]? {
+        guard let line = readRawLine(timeout: timeout) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] ?? [:]
+    }
+
+    /// The next line's bytes, without its newline; nil as for `readLine`.
+    func readRawLine(timeout: Double = 60) -> Data? {
         while true {
             if let newline = pending.firstIndex(of: 10) {
-                let line = pending[..<newline]
+                let line = Data(pending[..<newline])
                 pending = Data(pending[(newline + 1)...])
-                return (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] ?? [:]
+                return line
             }
             var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, Int32(timeout * 1000)) == 1 else {
@@ -45,8 +51,12 @@ final class JSONLineScript {
     }
 
     func write(_ request: [Any]) {
-        let data = try! JSONSerialization.data(withJSONObject: request)
-        try? input.fileHandleForWriting.write(contentsOf: data + Data("\n".utf8))
+        writeLine(try! JSONSerialization.data(withJSONObject: request))
+    }
+
+    /// Writes `line` as it is, and a newline.
+    func writeLine(_ line: Data) {
+        try? input.fileHandleForWriting.write(contentsOf: line + Data("\n".utf8))
     }
 
     /// Sends a request answered by one line; nil if the script died.

@@ -347,10 +347,7 @@ final class OSCDump: @unchecked Sendable {
 
 /// python-osc (a second OSC implementation) as a long-running client over UDP or TCP.
 final class PythonOSC {
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private var pending = Data()
+    private let script: JSONLineScript
 
     struct Line: Decodable, Equatable {
         let path: String
@@ -387,37 +384,16 @@ final class PythonOSC {
     }
 
     init(_ transport: String, port: UInt16) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/osc_client.py")
-        process.arguments = ["python3", script.path, transport, "127.0.0.1", "\(port)"]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-    }
-
-    deinit {
-        try? input.fileHandleForWriting.close()
-        finish(process)
+        script = try JSONLineScript("osc_client.py", [transport, "127.0.0.1", "\(port)"])
     }
 
     private func readLine() -> Line? {
-        while true {
-            if let newline = pending.firstIndex(of: 10) {
-                let line = pending[..<newline]
-                pending = Data(pending[(newline + 1)...])
-                return try? JSONDecoder().decode(Line.self, from: line)
-            }
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { return nil }
-            pending.append(data)
-        }
+        script.readRawLine().flatMap { try? JSONDecoder().decode(Line.self, from: $0) }
     }
 
     /// Sends `[path, (type, value)…]` and returns every line up to its answer (the answer last).
     func send(_ path: String, _ arguments: (String, Any)...) -> [Line] {
-        let request: [Any] = [path] + arguments.map { [$0.0, $0.1] }
-        let data = try! JSONSerialization.data(withJSONObject: request)
-        try? input.fileHandleForWriting.write(contentsOf: data + Data("\n".utf8))
+        script.write([path] + arguments.map { [$0.0, $0.1] })
         var lines: [Line] = []
         while let line = readLine() {
             lines.append(line)
@@ -430,7 +406,7 @@ final class PythonOSC {
     /// `timeout` seconds at most: a wait on the notification, not a pause.
     func wait(until path: String, _ values: String..., timeout: Double = 3) -> [Line] {
         let wanted = try! JSONSerialization.data(withJSONObject: [path] + values)
-        try? input.fileHandleForWriting.write(contentsOf: Data("until \(timeout) ".utf8) + wanted + Data("\n".utf8))
+        script.writeLine(Data("until \(timeout) ".utf8) + wanted)
         var lines: [Line] = []
         while let line = readLine(), line.path != "/waited" { lines.append(line) }
         return lines
