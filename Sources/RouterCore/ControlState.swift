@@ -41,6 +41,9 @@ struct RouteState {
     /// Whether every destination port exists in the JACK graph (a route without destination
     /// ports always is). The route is available while present and enabled.
     var present = true
+    /// When the last of its destination ports appeared: uptime (ns) before which the route is not
+    /// taken as present, so the connections just made carry audio when audio moves there.
+    var settlesAt: UInt64?
     /// What `/route/<route>/available` last said (for devices JACK cannot see); default yes.
     var enabled = true
     /// Milliseconds this route hears its inputs late (look-ahead for talkover), 0: none.

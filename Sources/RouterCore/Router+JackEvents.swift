@@ -155,9 +155,10 @@ extension Router {
         case let .portRegistered(name):
             if name.hasPrefix(client.name + ":") { return }
             patchbay.portRegistered(name)
-            // Connected first, so audio moved to a route that just appeared is heard at once.
+            // Connected first, and the route taken only once the connections carry audio.
             if inventory.routes.contains(where: { $0.destinations.contains(name) }) {
                 patchbay.connectRoutes(inventory.routes, on: client, onlyPort: name)
+                letRoutesSettle(port: name, epoch: epoch)
             }
             updateRoutePresence(port: name)
             if inventory.input.sources.contains(name) { patchbay.connectInputs(inventory.input, on: client, onlyPort: name) }
@@ -207,7 +208,10 @@ extension Router {
         // While the server is away nothing is known of the graph: routes stay as they were.
         guard let client = link.client else { return }
         let presence = patchbay.routePresence(inventory.routes, on: client)
+        let now = DispatchTime.now().uptimeNanoseconds
         for (index, present) in presence.enumerated() where port.map(inventory.routes[index].destinations.contains) ?? true {
+            if present, !inventory.routes[index].present, let settles = inventory.routes[index].settlesAt, now < settles { continue }
+            inventory.routes[index].settlesAt = nil
             inventory.routes[index].present = present
             let name = inventory.routes[index].name
             let available = present && inventory.routes[index].enabled
@@ -220,6 +224,26 @@ extension Router {
             }
         }
     }
+
+    /// A device's ports exist before its client runs, and a connection made to them may carry
+    /// audio only a cycle or two later (PipeWire makes a link live after `jack_connect` has
+    /// returned): moved there at once, the first milliseconds of the fade in would be lost, and
+    /// the route would start with a step. So a route whose destination port just appeared is
+    /// taken as present after `routeSettleTime` (3 periods, at least 30 ms), looked at again then.
+    private func letRoutesSettle(port: String, epoch: Int) {
+        let settle = routeSettleTime
+        let settlesAt = DispatchTime.now().uptimeNanoseconds + UInt64(settle * 1e9)
+        for index in inventory.routes.indices where inventory.routes[index].destinations.contains(port) && !inventory.routes[index].present {
+            inventory.routes[index].settlesAt = settlesAt
+        }
+        queue.asyncAfter(deadline: .now() + settle) { [weak self] in
+            guard let self, !stopped, link.isCurrent(epoch: epoch) else { return }
+            updateRoutePresence()
+        }
+    }
+
+    /// How long a route whose device appeared waits before audio moves there (`letRoutesSettle`).
+    var routeSettleTime: Double { max(3 * periodSeconds, 0.030) }
 
     func startHousekeeping(every interval: DispatchTimeInterval) {
         let timer = DispatchSource.makeTimerSource(queue: queue)

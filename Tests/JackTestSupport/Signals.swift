@@ -26,10 +26,16 @@ public enum Signals {
 
     /// The largest |x[i+1] - x[i]| in `samples`, not spanning any index in `gaps`.
     public static func largestStep(_ samples: [Float], excluding gaps: [Int] = []) -> Float {
+        largestStepAt(samples, excluding: gaps).size
+    }
+
+    /// The largest step and where: the step from sample `index - 1` to `index` (0 when none).
+    public static func largestStepAt(_ samples: [Float], excluding gaps: [Int] = []) -> (size: Float, index: Int) {
         let skip = Set(gaps)
-        var largest: Float = 0
+        var largest: (size: Float, index: Int) = (0, 0)
         for i in 1..<max(samples.count, 1) where !skip.contains(i) {
-            largest = max(largest, abs(samples[i] - samples[i - 1]))
+            let step = abs(samples[i] - samples[i - 1])
+            if step > largest.size { largest = (step, i) }
         }
         return largest
     }

@@ -19,8 +19,12 @@ public final class TestClient: @unchecked Sendable {
     private let recordCapacity: Int
     private var closed = false
 
+    /// - Parameters:
+    ///   - activateAfter: seconds between registering the ports and activating (a device's ports
+    ///     exist before its client runs).
+    ///   - recordingFromFirstCycle: records from the first cycle the client runs.
     public init(name: String, server: String, outputs: [String] = [], inputs: [String] = [],
-                recordSeconds: Double = 12) throws {
+                recordSeconds: Double = 12, activateAfter: Double = 0, recordingFromFirstCycle: Bool = false) throws {
         let client = try JackClient(name: name, server: server)
         let outputPorts = try outputs.map { try client.registerAudioPort($0, direction: .output) }
         let inputPorts = try inputs.map { try client.registerAudioPort($0, direction: .input) }
@@ -37,6 +41,8 @@ public final class TestClient: @unchecked Sendable {
                                    maxCycles: recordCapacity / 16 + 1))
         for index in self.outputs.indices { setSignal([0], output: index) }
         try client.setProcessCallback(testClientProcess, argument: UnsafeMutableRawPointer(state))
+        if recordingFromFirstCycle { startRecording() }
+        if activateAfter > 0 { Thread.sleep(forTimeInterval: activateAfter) }
         try client.activate()
     }
 
