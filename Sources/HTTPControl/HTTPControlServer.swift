@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOPosix
 import OSCControl
 import OSCTransport
 import ServiceLifecycle
@@ -68,6 +69,9 @@ public final class HTTPControlServer: Sendable {
     private let logger: Logger
     private let running = LockedTask()
     private let hub: ListenHub
+    /// One thread for every connection: a control server's traffic is light, and one loop woken
+    /// once per meter tick writes every WebSocket's frames of that tick.
+    private let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter.http")) {
         self.configuration = configuration
@@ -119,6 +123,7 @@ public final class HTTPControlServer: Sendable {
             configuration: ApplicationConfiguration(address: .hostname(configuration.bind, port: configuration.port),
                                                     serverName: "duckrouter"),
             onServerRunning: { _ in outcome.set(nil) },
+            eventLoopGroupProvider: .shared(eventLoops),
             logger: quiet)
         // No signals: the daemon's own signal thread stops it, through stop().
         let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [], logger: quiet))
@@ -156,6 +161,7 @@ public final class HTTPControlServer: Sendable {
             done.signal()
         }
         if done.wait(timeout: .now() + 2) == .timedOut { task.cancel() }
+        eventLoops.shutdownGracefully { _ in }
     }
 }
 

@@ -15,12 +15,12 @@ import Synchronization
 /// - Text frames are OSCQuery commands (LISTEN, IGNORE), followed by the listen hub; one that
 ///   cannot be followed gets `{"COMMAND": "ERROR", "DATA": {"path": …, "message": …}}`.
 ///
-/// Three tasks: this one reads; a child writes what the outbound queue holds, one frame at a time,
-/// waiting for the socket; another closes the connection when one frame has waited for the socket
-/// longer than `stallSeconds` (a peer that stopped reading: its pings would wait behind the same
-/// writes and never find it dead). Everything sent to the peer goes through that bounded queue,
-/// so a peer that never reads holds at most `queueLimit` bytes, delays nobody, and is closed.
-/// A peer that sends faster than its commands run is not read meanwhile (`waitForRoom`).
+/// This task reads; what goes to the peer is written by the connection's `FrameOutlet` on its
+/// event loop, from a bounded queue every sender pushes to, so a peer that never reads holds at
+/// most `queueLimit` bytes (and one batch in NIO's buffer), delays nobody, and is closed: a child
+/// task closes the connection when a batch has waited for the socket longer than `stallSeconds`
+/// (a peer that stopped reading: its pings would wait behind the same writes and never find it
+/// dead). A peer that sends faster than its commands run is not read meanwhile (`waitForRoom`).
 struct WebSocketSession {
     /// OSC packets (and their bytes) of one WebSocket handed to the OSC server and not yet run,
     /// at which it is not read until some have run.
@@ -39,30 +39,22 @@ struct WebSocketSession {
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
         let queue = OutboundQueue(limit: queueLimit)
+        // When the batch being written started waiting for the socket (0: none is).
+        let writing = WriteClock()
+        do {
+            try await FrameOutlet.install(on: channel, queue: queue, clock: writing).get()
+        } catch {
+            logger.notice("could not set up a WebSocket: \(error)", metadata: ["peer": "\(peer)"])
+            channel.close(promise: nil)
+            return
+        }
         let stream = control.openStream(from: peer, admin: admin) { packet, conflatable in
             queue.push(.binary(packet), conflatable: conflatable)
         }
         let id = stream.id
         await hub.add(id, queue: queue, close: { [channel] in channel.close(promise: nil) })
         logger.info("WebSocket opened", metadata: ["peer": "\(peer)", "connection": "\(id)", "admin": "\(admin)"])
-        // When the frame being written started waiting for the socket (0: none is).
-        let writing = WriteClock()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                while let frame = await queue.next() {
-                    writing.since.store(Int64(DispatchTime.now().uptimeNanoseconds), ordering: .relaxed)
-                    do {
-                        switch frame {
-                        case let .text(text): try await outbound.write(.text(text))
-                        case let .binary(bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
-                        }
-                    } catch {
-                        writing.since.store(0, ordering: .relaxed)
-                        break
-                    }
-                    writing.since.store(0, ordering: .relaxed)
-                }
-            }
             group.addTask { [channel, logger, peer, stallSeconds] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
@@ -121,7 +113,3 @@ struct WebSocketSession {
     }
 }
 
-/// When the frame being written to a WebSocket started waiting for the socket (0: none is).
-private final class WriteClock: Sendable {
-    let since = Atomic<Int64>(0)
-}

@@ -622,28 +622,28 @@ public final class ControlServer: @unchecked Sendable {
 
     // MARK: Meters
 
-    /// Every tick (10 ms) keeps the peaks since the last tick, once for every subscriber; a
-    /// subscriber whose time has come gets one bundle with the peaks of the ticks since its
-    /// previous one, in dBFS (OSC `/meters` subscribers as `/duckrouter/meter` messages, a
-    /// WebSocket that LISTENs to meter paths as messages of those paths, only its own). Each tick
-    /// costs the same however many subscribers there are; each due subscriber, a merge of the
-    /// few ticks since its last bundle.
+    /// On a tick (every 10 ms) at which a subscriber is due, the peaks since the last such tick
+    /// are taken from the router, once for every subscriber; each due subscriber gets one bundle
+    /// with the peaks since its previous one, in dBFS (OSC `/meters` subscribers as
+    /// `/duckrouter/meter` messages, a WebSocket that LISTENs to meter paths as messages of those
+    /// paths, only its own). Subscribers are due on a grid of their rate (at 20 Hz, every 50 ms
+    /// of the clock), so those at one rate are due at the same tick and share their peaks and,
+    /// for plain ones, their bytes: twenty pages cost one reading, one merge and one encode.
     func tick() {
         guard !meterTargets.isEmpty else {
             meterHistory.removeAll()
             return
         }
         let now = Date().timeIntervalSince1970
+        guard meterTargets.contains(where: { now >= $0.nextMeter }) else { return }
         let latest = router.takePeaks()
         meterHistory.append((now, latest))
         var dropped: [Target] = []
-        // Subscribers due together whose last bundles went together share their peaks, and the
-        // plain ones their bytes (twenty pages fall into a few such groups: one per 10 ms tick
-        // of their 50 ms period).
+        // Subscribers due together whose last bundles went together share their peaks.
         var merged: [Double: (peaks: [String: [Float]], plain: [UInt8]?)] = [:]
         for target in meterTargets where now >= target.nextMeter {
             let since = target.lastMeter
-            target.nextMeter = now + 1 / target.meterRate
+            target.nextMeter = Self.nextMeterTime(after: now, rate: target.meterRate)
             target.lastMeter = now
             var group = merged[since] ?? (Self.peaks(in: meterHistory, after: since), nil)
             let levels = { (meter: PeakMeter) in
@@ -687,10 +687,16 @@ public final class ControlServer: @unchecked Sendable {
         // The first subscriber: drop what the router gathered while nobody listened.
         if meterTargets.isEmpty { _ = router.takePeaks() }
         target.meterRate = rate
-        // The first bundle after one whole interval, so it carries a whole interval's peaks.
+        // The first bundle at the first point of the rate's grid at least one interval away, so
+        // it carries a whole interval's peaks; every later one on that grid.
         target.lastMeter = Date().timeIntervalSince1970
-        target.nextMeter = target.lastMeter + 1 / rate
+        target.nextMeter = Self.nextMeterTime(after: target.lastMeter + 1 / rate, rate: rate)
         meterTargets.append(target)
+    }
+
+    /// The first point of the grid of `rate` (multiples of its interval on the clock) after `time`.
+    static func nextMeterTime(after time: Double, rate: Double) -> Double {
+        ((time * rate).rounded(.down) + 1) / rate
     }
 
     /// The peak of every meter's channels over the ticks after `since`, by "kind/name".

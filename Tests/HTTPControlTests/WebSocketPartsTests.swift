@@ -1,5 +1,6 @@
 import Foundation
 @testable import HTTPControl
+import Synchronization
 import Testing
 
 /// The parts of the WebSocket that need no network: the JSON commands, who may open one, the
@@ -45,7 +46,7 @@ struct WebSocketPartsTests {
     }
 
     @Test("the outbound queue refuses past its limit, keeps only the latest conflatable frame, and hands frames in order")
-    func queue() async {
+    func queue() {
         let queue = OutboundQueue(limit: 10)
         #expect(queue.push(.binary([1, 2, 3, 4])))
         #expect(queue.push(.text("abcd")))
@@ -54,39 +55,35 @@ struct WebSocketPartsTests {
         #expect(queue.push(.binary([1]), conflatable: true))
         #expect(queue.push(.binary([2]), conflatable: true), "a meter never fails: it replaces the one waiting")
         #expect(queue.queuedBytes == 10)
-        var taken: [OutboundQueue.Frame] = []
-        for _ in 0..<4 { if let frame = await queue.next() { taken.append(frame) } }
-        #expect(taken == [.binary([1, 2, 3, 4]), .text("abcd"), .binary([8, 9]), .binary([2])])
+        #expect(queue.take() == [.binary([1, 2, 3, 4]), .text("abcd"), .binary([8, 9]), .binary([2])])
         #expect(queue.queuedBytes == 0)
-        // A waiting writer gets the next frame directly.
-        async let waiting = queue.next()
-        try? await Task.sleep(for: .milliseconds(20))
-        queue.push(.text("x"))
-        #expect(await waiting == .text("x"))
+        #expect(queue.push(.binary([5, 6, 7])), "room again once taken")
         queue.close()
-        #expect(await queue.next() == nil)
+        #expect(queue.take() == [], "what waited at close is dropped")
         #expect(!queue.push(.text("late")))
     }
 
-    @Test("a writer that stays one frame behind does not make the queue keep every frame it sent")
-    func laggingWriter() async {
-        let queue = OutboundQueue(limit: 1 << 20)
-        queue.push(.binary([UInt8](repeating: 0, count: 1000)))
-        for _ in 0..<10_000 {
-            queue.push(.binary([UInt8](repeating: 0, count: 1000)))
-            _ = await queue.next()
-        }
-        #expect(queue.queuedBytes == 1000)
-        #expect(queue.storedFrames <= 130, "\(queue.storedFrames) frames stored for one waiting")
-    }
-
-    @Test("closing the queue wakes a writer that waits, and it gets nil")
-    func closeWakesWriter() async {
+    @Test("the writer is woken by the first push after it found the queue empty, once per burst, and at once if frames wait when it is named")
+    func wakes() {
         let queue = OutboundQueue(limit: 100)
-        let writer = Task { await queue.next() }
-        while !queue.hasWaitingWriter { await Task.yield() }
+        let wakes = Mutex(0)
+        queue.push(.text("before"))
+        queue.setWriter { wakes.withLock { $0 += 1 } }
+        #expect(wakes.withLock { $0 } == 1, "a frame waited when the writer was named")
+        queue.push(.text("a"))
+        queue.push(.binary([1]), conflatable: true)
+        #expect(wakes.withLock { $0 } == 1, "busy: not woken again")
+        #expect(queue.take() == [.text("before"), .text("a"), .binary([1])])
+        queue.push(.text("b"))
+        #expect(wakes.withLock { $0 } == 1, "still busy until it finds the queue empty")
+        #expect(queue.take() == [.text("b")])
+        #expect(queue.take() == [])
+        queue.push(.text("c"))
+        queue.push(.text("d"))
+        #expect(wakes.withLock { $0 } == 2, "idle: the next push wakes it, once")
         queue.close()
-        #expect(await writer.value == nil)
+        queue.push(.text("e"))
+        #expect(wakes.withLock { $0 } == 2)
     }
 
     @Test("a new app is announced by its own path, not each of its methods")
