@@ -71,6 +71,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -133,7 +134,12 @@ let package = Package(
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
         .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport"]),
         .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),
-        .testTarget(name: "HTTPControlTests", dependencies: ["HTTPControl", "OSCTransport", "Policy"]),
+        .testTarget(name: "HTTPControlTests", dependencies: [
+            "HTTPControl", "OSCTransport", "Policy",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+        ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport",
         ], exclude: ["Resources"]),

@@ -22,6 +22,14 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     /// A close frame went out: no data frame may follow it.
     private var closing = false
 
+    /// The largest header of a frame the server sends (2 bytes, 8 of length; never a mask).
+    private static let headerRoom = 10
+    /// At most this much (or one frame) per batch: a batch the socket has not taken for the
+    /// stall time closes the connection, so a slow peer is judged on this, not on all that waits.
+    static let batchBytes = 64 * 1024
+    /// Batches the socket takes at once written in one turn of the loop, at most.
+    private static let batchesPerTurn = 8
+
     private init(queue: OutboundQueue, clock: WriteClock) {
         self.queue = queue
         self.clock = clock
@@ -59,34 +67,57 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    /// Writes everything waiting (event loop only); again when the socket has taken it.
+    /// Writes what waits, in batches of at most `batchBytes` (event loop only); the next batch
+    /// when the socket has taken the last one. A socket that takes a batch at once (inside the
+    /// flush) gets the next in this same call, up to `batchesPerTurn`, then the loop's other
+    /// connections have their turn.
     private func drain() {
-        // Closing or removed: the queue stays marked busy and is never woken again; the
-        // connection is going.
-        guard let context, !closing else { return }
-        let frames = queue.take()
-        guard !frames.isEmpty else { return }
-        clock.since.store(Int64(DispatchTime.now().uptimeNanoseconds), ordering: .relaxed)
-        let written = context.eventLoop.makePromise(of: Void.self)
-        for (index, frame) in frames.enumerated() {
-            var buffer = context.channel.allocator.buffer(capacity: frame.size)
-            let opcode: WebSocketOpcode
-            switch frame {
-            case let .text(text):
-                buffer.writeString(text)
-                opcode = .text
-            case let .binary(bytes):
-                buffer.writeBytes(bytes)
-                opcode = .binary
+        for _ in 0..<Self.batchesPerTurn {
+            // Closing or removed: the queue stays marked busy and is never woken again; the
+            // connection is going.
+            guard let context, !closing else { return }
+            let frames = queue.take(upTo: Self.batchBytes)
+            guard !frames.isEmpty else { return }
+            clock.since.store(Int64(DispatchTime.now().uptimeNanoseconds), ordering: .relaxed)
+            let written = context.eventLoop.makePromise(of: Void.self)
+            for (index, frame) in frames.enumerated() {
+                context.write(wrapOutboundOut(Self.webSocketFrame(frame, allocator: context.channel.allocator)),
+                              promise: index == frames.count - 1 ? written : nil)
             }
-            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: opcode, data: buffer)),
-                          promise: index == frames.count - 1 ? written : nil)
+            // NIO completes writes in order: the last one done, the whole batch is in the socket.
+            var flushing = true
+            var takenAtOnce = false
+            written.futureResult.assumeIsolated().whenComplete { [self] result in
+                clock.since.store(0, ordering: .relaxed)
+                guard case .success = result else {
+                    // Not written, and nothing more will be: the connection ends.
+                    self.context?.close(promise: nil)
+                    return
+                }
+                if flushing { takenAtOnce = true } else { drain() }
+            }
+            context.flush()
+            flushing = false
+            guard takenAtOnce else { return }
         }
-        context.flush()
-        // NIO completes writes in order: the last one done, the whole batch is in the socket.
-        written.futureResult.assumeIsolated().whenComplete { [self] result in
-            clock.since.store(0, ordering: .relaxed)
-            if case .success = result { drain() }
+        guard let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute { bound.value.drain() }
+    }
+
+    static func webSocketFrame(_ frame: OutboundQueue.Frame, allocator: ByteBufferAllocator) -> WebSocketFrame {
+        // Room before the payload for the frame's header, which the encoder then writes in
+        // place: one buffer, one iovec per frame.
+        var buffer = allocator.buffer(capacity: headerRoom + frame.size)
+        buffer.moveWriterIndex(forwardBy: headerRoom)
+        buffer.moveReaderIndex(forwardBy: headerRoom)
+        switch frame {
+        case let .text(text):
+            buffer.writeString(text)
+            return WebSocketFrame(fin: true, opcode: .text, data: buffer)
+        case let .binary(bytes):
+            buffer.writeBytes(bytes)
+            return WebSocketFrame(fin: true, opcode: .binary, data: buffer)
         }
     }
 }

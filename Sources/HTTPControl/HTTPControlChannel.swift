@@ -78,7 +78,7 @@ struct HTTPControlChannel: ServerChildChannel {
                                        queueLimit: configuration.webSocketQueueBytes,
                                        maximumMessageBytes: configuration.maximumWebSocketMessageBytes,
                                        stallSeconds: configuration.webSocketPingSeconds, logger: logger)
-        return .upgrade([:], { inbound, outbound, _ in await session.run(inbound: inbound, outbound: outbound) })
+        return .upgrade([:], { inbound, _, _ in await session.run(inbound: inbound) })
     }
 }
 

@@ -69,9 +69,6 @@ public final class HTTPControlServer: Sendable {
     private let logger: Logger
     private let running = LockedTask()
     private let hub: ListenHub
-    /// One thread for every connection: a control server's traffic is light, and one loop woken
-    /// once per meter tick writes every WebSocket's frames of that tick.
-    private let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter.http")) {
         self.configuration = configuration
@@ -117,6 +114,9 @@ public final class HTTPControlServer: Sendable {
                 },
                 rules: rules, slots: slots)
         }
+        // One thread for every connection: a control server's traffic is light, and one loop
+        // woken once per meter tick writes every WebSocket's frames of that tick.
+        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let application = Application(
             responder: responder,
             server: server,
@@ -135,9 +135,9 @@ public final class HTTPControlServer: Sendable {
             }
             outcome.set("stopped before it listened")
         }
-        running.set(task, group)
+        running.set(Running(task: task, group: group, eventLoops: eventLoops))
         if let failure = outcome.wait() {
-            task.cancel()
+            if let running = running.take() { running.end(cancelling: true) }
             throw HTTPControlError("cannot listen for HTTP on \(configuration.bind):\(configuration.port): \(failure)")
         }
         logger.info("HTTP (OSCQuery) listening", metadata: ["tcp": "\(configuration.bind):\(configuration.port)"])
@@ -153,15 +153,31 @@ public final class HTTPControlServer: Sendable {
     /// Stops listening, lets requests under way finish and closes connections (waits up to two
     /// seconds, then cancels what is left).
     public func stop() {
-        guard let (task, group) = running.take() else { return }
+        guard let running = running.take() else { return }
         let done = DispatchSemaphore(value: 0)
         Task {
-            await group.triggerGracefulShutdown()
-            _ = await task.result
+            await running.group.triggerGracefulShutdown()
+            _ = await running.task.result
             done.signal()
         }
-        if done.wait(timeout: .now() + 2) == .timedOut { task.cancel() }
-        eventLoops.shutdownGracefully { _ in }
+        running.end(cancelling: done.wait(timeout: .now() + 2) == .timedOut)
+    }
+}
+
+/// The server's task, its service group and its event loop, taken once by `stop()`.
+private struct Running: Sendable {
+    let task: Task<Void, Never>
+    let group: ServiceGroup
+    let eventLoops: MultiThreadedEventLoopGroup
+
+    /// Cancels the task if asked, and shuts the event loop down once the task has ended (its
+    /// connections, whose writers schedule work on the loop, end with it).
+    func end(cancelling: Bool) {
+        if cancelling { task.cancel() }
+        Task { [task, eventLoops] in
+            _ = await task.result
+            eventLoops.shutdownGracefully { _ in }
+        }
     }
 }
 
@@ -202,11 +218,11 @@ final class AttachedControl: @unchecked Sendable {
     func get() -> ControlServer? { lock.withLock { control } }
 }
 
-/// The server's task and service group, taken once by `stop()`.
+/// The running server, taken once by `stop()`.
 private final class LockedTask: @unchecked Sendable {
     // @unchecked: `running` is read and written only under `lock`.
     private let lock = NSLock()
-    private var running: (Task<Void, Never>, ServiceGroup)?
-    func set(_ task: Task<Void, Never>, _ group: ServiceGroup) { lock.withLock { running = (task, group) } }
-    func take() -> (Task<Void, Never>, ServiceGroup)? { lock.withLock { defer { running = nil }; return running } }
+    private var running: Running?
+    func set(_ running: Running) { lock.withLock { self.running = running } }
+    func take() -> Running? { lock.withLock { defer { self.running = nil }; return running } }
 }

@@ -74,15 +74,24 @@ final class OutboundQueue: @unchecked Sendable {
         return queued
     }
 
-    /// Everything waiting, in order, the latest conflatable frame last. Empty when nothing waits
-    /// (or the queue is closed): the writer is then idle, and the next push wakes it.
-    func take() -> [Frame] {
+    /// What waits, in order, up to `maximumBytes` (always at least one frame), the latest
+    /// conflatable frame last once every other is taken. Empty when nothing waits (or the queue
+    /// is closed): the writer is then idle, and the next push wakes it.
+    func take(upTo maximumBytes: Int = .max) -> [Frame] {
         lock.withLock {
-            var taken = frames
-            frames.removeAll(keepingCapacity: true)
-            bytes = 0
-            if let latest { taken.append(latest) }
-            latest = nil
+            var count = 0
+            var size = 0
+            while count < frames.count, count == 0 || size + frames[count].size <= maximumBytes {
+                size += frames[count].size
+                count += 1
+            }
+            var taken = Array(frames[..<count])
+            frames.removeFirst(count)
+            bytes -= size
+            if frames.isEmpty, let latest {
+                taken.append(latest)
+                self.latest = nil
+            }
             if taken.isEmpty { writerBusy = false }
             return taken
         }

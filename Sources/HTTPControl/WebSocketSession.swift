@@ -37,7 +37,7 @@ struct WebSocketSession {
     let stallSeconds: Int64
     let logger: Logger
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+    func run(inbound: WebSocketInboundStream) async {
         let queue = OutboundQueue(limit: queueLimit)
         // When the batch being written started waiting for the socket (0: none is).
         let writing = WriteClock()

@@ -627,8 +627,9 @@ public final class ControlServer: @unchecked Sendable {
     /// with the peaks since its previous one, in dBFS (OSC `/meters` subscribers as
     /// `/duckrouter/meter` messages, a WebSocket that LISTENs to meter paths as messages of those
     /// paths, only its own). Subscribers are due on a grid of their rate (at 20 Hz, every 50 ms
-    /// of the clock), so those at one rate are due at the same tick and share their peaks and,
-    /// for plain ones, their bytes: twenty pages cost one reading, one merge and one encode.
+    /// of the clock), so those at one rate are due at the same tick and share one reading and
+    /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
+    /// meter paths gets its own bundle of those).
     func tick() {
         guard !meterTargets.isEmpty else {
             meterHistory.removeAll()

@@ -69,6 +69,8 @@ extension Router {
     /// the mix cells on them. Slots, gains and the policy stay. Only when no process cycle can run.
     func detach() {
         inventory.forgetPorts()
+        // A route settling on the lost server is looked at afresh on the next one.
+        for index in inventory.routes.indices { inventory.routes[index].settlesAt = nil }
         publisher.forgetCells()
         engine.discardPlans(fadeInFrames: rampFrames)
     }

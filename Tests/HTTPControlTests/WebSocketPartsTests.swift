@@ -81,9 +81,24 @@ struct WebSocketPartsTests {
         queue.push(.text("c"))
         queue.push(.text("d"))
         #expect(wakes.withLock { $0 } == 2, "idle: the next push wakes it, once")
+        #expect(queue.take() == [.text("c"), .text("d")])
+        #expect(queue.take() == [], "idle again")
         queue.close()
         queue.push(.text("e"))
-        #expect(wakes.withLock { $0 } == 2)
+        #expect(wakes.withLock { $0 } == 2, "closed: an idle writer is not woken")
+    }
+
+    @Test("the writer takes at most a batch's bytes (one frame at least), the latest meter after every other frame")
+    func batches() {
+        let queue = OutboundQueue(limit: 1000)
+        queue.push(.binary([UInt8](repeating: 1, count: 40)))
+        queue.push(.binary([UInt8](repeating: 2, count: 40)))
+        queue.push(.binary([9]), conflatable: true)
+        queue.push(.binary([UInt8](repeating: 3, count: 100)))
+        #expect(queue.take(upTo: 90) == [.binary([UInt8](repeating: 1, count: 40)), .binary([UInt8](repeating: 2, count: 40))])
+        #expect(queue.queuedBytes == 100)
+        #expect(queue.take(upTo: 90) == [.binary([UInt8](repeating: 3, count: 100)), .binary([9])], "a frame over the batch goes alone")
+        #expect(queue.queuedBytes == 0)
     }
 
     @Test("a new app is announced by its own path, not each of its methods")

@@ -31,7 +31,9 @@ struct RouteGraphTests {
         rig.recorder.startRecording()
         Thread.sleep(forTimeInterval: 0.1)
         // A device's ports exist before its client runs (and on PipeWire a connection carries
-        // audio a cycle or two after it is made): the fade in must not have begun before.
+        // audio a cycle or two after it is made): the fade in must not have begun before. On
+        // PipeWire, that is (the PipeWire pass of make test); jackd shows other clients a
+        // client's ports only once it is active.
         let phones = try TestClient(name: "usbphones", server: rig.server.name, inputs: ["playback_1", "playback_2"],
                                     activateAfter: 0.008, recordingFromFirstCycle: true)
         defer { phones.close() }
@@ -51,8 +53,8 @@ struct RouteGraphTests {
         let xruns = try rig.xruns() - xrunsBefore
         let allowed = Float(0.5) / (Float(rate) * 0.020) * 1.01
         let speakerStep = Signals.largestStepAt(left.channels[0], excluding: xruns == 0 ? left.gaps : left.cycleStarts.map(\.index))
-        // From silence before the device's first sample.
-        let phonesStep = Signals.largestStepAt([0] + heard.channels[0], excluding: (xruns == 0 ? heard.gaps : heard.cycleStarts.map(\.index)).map { $0 + 1 })
+        // From silence before the device's first sample (which no xrun excuses).
+        let phonesStep = Signals.largestStepAt([0] + heard.channels[0], excluding: (xruns == 0 ? heard.gaps : heard.cycleStarts.dropFirst().map(\.index)).map { $0 + 1 })
         #expect(speakerStep.size <= allowed && phonesStep.size <= allowed,
                 "largest steps: speaker \(speakerStep.size) at sample \(speakerStep.index - 1)→\(speakerStep.index) of \(left.channels[0].count), usbphones \(phonesStep.size) at sample \(phonesStep.index - 2)→\(phonesStep.index - 1) (-1: before its first); allowed \(allowed) (\(xruns) xruns; usbphones' cycles start at \(heard.cycleStarts.prefix(4).map(\.index)))")
 

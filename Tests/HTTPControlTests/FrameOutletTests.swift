@@ -1,0 +1,102 @@
+@testable import HTTPControl
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Testing
+
+/// The WebSocket's writer on a channel of NIO's own (EmbeddedChannel: its writes complete when
+/// flushed), behind NIO's real frame encoder, as after an upgrade.
+@Suite("A WebSocket's frame outlet")
+struct FrameOutletTests {
+    /// A channel with the encoder and an outlet for a new queue, and the queue.
+    private func outletChannel() throws -> (EmbeddedChannel, OutboundQueue, WriteClock) {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
+        let queue = OutboundQueue(limit: 1 << 20)
+        let clock = WriteClock()
+        let installed = FrameOutlet.install(on: channel, queue: queue, clock: clock)
+        channel.embeddedEventLoop.run()
+        try installed.wait()
+        return (channel, queue, clock)
+    }
+
+    /// The frames written to the socket, in order, as (first byte, payload): unmasked frames
+    /// read back from the bytes, whichever buffers the encoder wrote them in.
+    private func written(_ channel: EmbeddedChannel) throws -> [Frame] {
+        var bytes: [UInt8] = []
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { bytes += buffer.readableBytesView }
+        var frames: [Frame] = []
+        var at = 0
+        while at + 2 <= bytes.count {
+            var length = Int(bytes[at + 1] & 0x7F)
+            var start = at + 2
+            if length == 126 {
+                length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+                start = at + 4
+            } else if length == 127 {
+                length = bytes[(at + 2)..<(at + 10)].reduce(0) { $0 << 8 | Int($1) }
+                start = at + 10
+            }
+            frames.append(Frame(bytes[at], Array(bytes[start..<(start + length)])))
+            at = start + length
+        }
+        #expect(at == bytes.count, "whole frames")
+        return frames
+    }
+
+    private struct Frame: Equatable, CustomStringConvertible {
+        var first: UInt8
+        var payload: [UInt8]
+        init(_ first: UInt8, _ payload: [UInt8]) { (self.first, self.payload) = (first, payload) }
+        var description: String { "\(String(first, radix: 16)):\(payload.count) bytes \(payload.prefix(8))" }
+    }
+
+    /// A whole unmasked frame.
+    private func frame(_ opcode: UInt8, _ payload: [UInt8]) -> Frame {
+        Frame(0x80 | opcode, payload)
+    }
+
+    @Test("what waits is written when the loop runs, in order, the latest meter last; later pushes wake it again")
+    func writes() throws {
+        let (channel, queue, clock) = try outletChannel()
+        defer { _ = try? channel.finish() }
+        queue.push(.text("a"))
+        queue.push(.binary([1, 2]), conflatable: true)
+        queue.push(.binary([3]), conflatable: true)
+        queue.push(.binary([4, 5, 6]))
+        #expect(try written(channel).isEmpty, "nothing before the loop runs")
+        channel.embeddedEventLoop.run()
+        #expect(try written(channel) == [frame(0x1, [0x61]), frame(0x2, [4, 5, 6]), frame(0x2, [3])])
+        #expect(clock.since.load(ordering: .relaxed) == 0, "the batch was taken: nothing waits for the socket")
+        queue.push(.text("b"))
+        channel.embeddedEventLoop.run()
+        #expect(try written(channel) == [frame(0x1, [0x62])])
+    }
+
+    @Test("more than a batch waiting is written in batches in one turn")
+    func batches() throws {
+        let (channel, queue, _) = try outletChannel()
+        defer { _ = try? channel.finish() }
+        let big = [UInt8](repeating: 7, count: FrameOutlet.batchBytes / 2 + 1)
+        for _ in 0..<3 { queue.push(.binary(big)) }
+        queue.push(.text("end"))
+        channel.embeddedEventLoop.run()
+        let frames = try written(channel)
+        #expect(frames == [frame(0x2, big), frame(0x2, big), frame(0x2, big), frame(0x1, Array("end".utf8))])
+        #expect(queue.queuedBytes == 0)
+    }
+
+    @Test("after a close frame, no data frame is written: neither the queue's nor another writer's; control frames pass")
+    func nothingAfterClose() throws {
+        let (channel, queue, _) = try outletChannel()
+        defer { _ = try? channel.finish() }
+        try channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer(bytes: [0x03, 0xE8]))).wait()
+        #expect(try written(channel) == [frame(0x8, [0x03, 0xE8])])
+        queue.push(.text("late"))
+        channel.embeddedEventLoop.run()
+        let late = channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .binary, data: ByteBuffer(bytes: [1])))
+        #expect(throws: ChannelError.outputClosed) { try late.wait() }
+        try channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .pong, data: ByteBuffer())).wait()
+        #expect(try written(channel) == [frame(0xA, [])])
+    }
+}
