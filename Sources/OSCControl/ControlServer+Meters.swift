@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+import OSCTransport
+import Policy
+import RouterCore
+
+/// Meters for subscribers (OSC `/meters`, and WebSockets listening to meter paths): the peaks the
+/// router gathered, in bundles at each subscriber's rate. OSC server thread only.
+extension ControlServer {
+    /// On a tick (every 10 ms) at which a subscriber is due, the peaks since the last such tick
+    /// are taken from the router, once for every subscriber; each due subscriber gets one bundle
+    /// with the peaks since its previous one, in dBFS (OSC `/meters` subscribers as
+    /// `/duckrouter/meter` messages, a WebSocket that LISTENs to meter paths as messages of those
+    /// paths, only its own). Subscribers are due on a grid of their rate (at 20 Hz, every 50 ms
+    /// of the clock), so those at one rate are due at the same tick and share one reading and
+    /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
+    /// meter paths gets its own bundle of those).
+    func tick() {
+        guard !meterTargets.isEmpty else {
+            meterHistory.removeAll()
+            return
+        }
+        let now = Date().timeIntervalSince1970
+        guard meterTargets.contains(where: { now >= $0.nextMeter }) else { return }
+        let latest = router.takePeaks()
+        meterHistory.append((now, latest))
+        var dropped: [Target] = []
+        // Subscribers due together whose last bundles went together share their peaks.
+        var merged: [Double: (peaks: [String: [Float]], plain: [UInt8]?)] = [:]
+        for target in meterTargets where now >= target.nextMeter {
+            let since = target.lastMeter
+            target.nextMeter = Self.nextMeterTime(after: now, rate: target.meterRate)
+            target.lastMeter = now
+            var group = merged[since] ?? (Self.peaks(in: meterHistory, after: since), nil)
+            let levels = { (meter: PeakMeter) in
+                (group.peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks).map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
+            }
+            let bytes: [UInt8]
+            if let paths = target.meterPaths {
+                let messages = latest.compactMap { meter -> OSCMessage? in
+                    let path = "/\(meter.kind.rawValue)/\(meter.name)/meter"
+                    return paths.contains(path) ? OSCMessage(path, levels(meter)) : nil
+                }
+                // Listened meters whose apps are gone (until they come back): nothing to send.
+                if messages.isEmpty {
+                    merged[since] = group
+                    continue
+                }
+                bytes = OSCCodec.encodeBundle(messages)
+            } else {
+                if group.plain == nil {
+                    group.plain = OSCCodec.encodeBundle(latest.map { meter in
+                        OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)] + levels(meter))
+                    })
+                }
+                bytes = group.plain!
+            }
+            merged[since] = group
+            if !send(bytes, to: target, conflatable: true) { dropped.append(target) }
+        }
+        for target in dropped {
+            logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
+            release(target)
+        }
+        meterTargets.removeAll { target in dropped.contains { $0 === target } }
+        // Ticks every subscriber has had.
+        let oldest = meterTargets.map(\.lastMeter).min() ?? now
+        meterHistory.removeAll { $0.time <= oldest }
+    }
+
+    /// Starts sending `target` meters at `rate` Hz.
+    func addMeterTarget(_ target: Target, rate: Double) {
+        // The first subscriber: drop what the router gathered while nobody listened.
+        if meterTargets.isEmpty { _ = router.takePeaks() }
+        target.meterRate = rate
+        // The first bundle at the first point of the rate's grid at least one interval away, so
+        // it carries a whole interval's peaks; every later one on that grid.
+        target.lastMeter = Date().timeIntervalSince1970
+        target.nextMeter = Self.nextMeterTime(after: target.lastMeter + 1 / rate, rate: rate)
+        meterTargets.append(target)
+    }
+
+    /// The first point of the grid of `rate` (multiples of its interval on the clock) after `time`.
+    static func nextMeterTime(after time: Double, rate: Double) -> Double {
+        ((time * rate).rounded(.down) + 1) / rate
+    }
+
+    /// The peak of every meter's channels over the ticks after `since`, by "kind/name".
+    private static func peaks(in history: [(time: Double, meters: [PeakMeter])], after since: Double) -> [String: [Float]] {
+        var peaks: [String: [Float]] = [:]
+        for (time, meters) in history where time > since {
+            for meter in meters {
+                let key = "\(meter.kind.rawValue)/\(meter.name)"
+                if let before = peaks[key], before.count == meter.peaks.count {
+                    peaks[key] = zip(before, meter.peaks).map { max($0, $1) }
+                } else {
+                    peaks[key] = meter.peaks
+                }
+            }
+        }
+        return peaks
+    }
+}
