@@ -22,8 +22,6 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     /// A close frame went out: no data frame may follow it.
     private var closing = false
 
-    /// The largest header of a frame the server sends (2 bytes, 8 of length; never a mask).
-    private static let headerRoom = 10
     /// At most this much (or one frame) per batch: a batch the socket has not taken for the
     /// stall time closes the connection, so a slow peer is judged on this, not on all that waits.
     static let batchBytes = 64 * 1024
@@ -106,11 +104,7 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     }
 
     static func webSocketFrame(_ frame: OutboundQueue.Frame, allocator: ByteBufferAllocator) -> WebSocketFrame {
-        // Room before the payload for the frame's header, which the encoder then writes in
-        // place: one buffer, one iovec per frame.
-        var buffer = allocator.buffer(capacity: headerRoom + frame.size)
-        buffer.moveWriterIndex(forwardBy: headerRoom)
-        buffer.moveReaderIndex(forwardBy: headerRoom)
+        var buffer = allocator.buffer(capacity: frame.size)
         switch frame {
         case let .text(text):
             buffer.writeString(text)

@@ -10,9 +10,9 @@ import Synchronization
 ///
 /// How it sees changes: the OSC server tells it after every burst of commands and every router
 /// notification (`ControlServer.observeChanges`), and, while any client is connected, it also
-/// looks every `pollInterval` (a second) for changes that send no notification. Each look is one reading of
-/// the control plane (`ControlServer.read`: the OSC server's thread, one trip to the control
-/// queue), shared by all clients, compared with what each was last sent. Looks never overlap and
+/// looks every `pollInterval` (a second) for changes that send no notification. Each look is one
+/// reading of the control plane (`ControlServer.read`: the OSC server's thread, one trip to the
+/// control queue), shared by all clients, compared with what each was last sent. Looks never overlap and
 /// come at most every `minimumInterval`, however many changes arrive. Nothing here runs on the
 /// control queue or the audio thread.
 actor ListenHub {

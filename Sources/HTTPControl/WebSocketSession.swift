@@ -4,7 +4,6 @@ import Logging
 import NIOCore
 import OSCControl
 import OSCTransport
-import Synchronization
 
 /// One OSCQuery WebSocket connection, from upgrade to close (docs/HTTP.md, "WebSocket").
 ///
@@ -112,4 +111,3 @@ struct WebSocketSession {
         OSCQueryCommand.message("ERROR", ["path": path ?? "", "message": message])
     }
 }
-
