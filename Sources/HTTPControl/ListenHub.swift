@@ -12,8 +12,9 @@ import Synchronization
 /// notification (`ControlServer.observeChanges`), and, while any client is connected, it also
 /// looks every `pollInterval` (a second) for changes that send no notification. Each look is one
 /// reading of the control plane (`ControlServer.read`: the OSC server's thread, one trip to the
-/// control queue), shared by all clients, compared with what each was last sent. Looks never overlap and
-/// come at most every `minimumInterval`, however many changes arrive. Nothing here runs on the
+/// control queue), shared by all clients, compared with what each was last sent; a reading whose
+/// inputs (`Namespace.Inputs`) equal the last one's builds no namespace and sends nothing new.
+/// Looks never overlap and come at most every `minimumInterval`, however many changes arrive. Nothing here runs on the
 /// control queue or the audio thread.
 actor ListenHub {
     /// A connected client: where its frames go, and per listened path the value last sent.
@@ -22,6 +23,8 @@ actor ListenHub {
         /// Closes the connection (a client that missed a path change must read everything again).
         let close: @Sendable () -> Void
         var listening: [String: [OSCQueryNode.Value]?] = [:]
+        /// Listened paths whose value is not yet sent (its queue was full): tried again at every look.
+        var unsent: Set<String> = []
         init(queue: OutboundQueue, close: @escaping @Sendable () -> Void) {
             self.queue = queue
             self.close = close
@@ -53,6 +56,8 @@ actor ListenHub {
     private let minimumInterval: Duration
     private var clients: [Int: Client] = [:]
     private var latest: Snapshot?
+    /// What `latest` was built from: a look that reads the same builds nothing.
+    private var latestInputs: Namespace.Inputs?
     /// The last look was made before anyone connected again: its values may be old (its paths
     /// still serve to tell what changed meanwhile).
     private var stale = false
@@ -133,6 +138,7 @@ actor ListenHub {
     /// Stops pushing `path` to the client (no error when it was not listened to).
     func ignore(_ id: Int, _ path: String) {
         clients[id]?.listening[path] = nil
+        clients[id]?.unsent.remove(path)
     }
 
     private static let readableWithoutValue: Set<String> = ["/system/volume", "/system/gain"]
@@ -177,12 +183,24 @@ actor ListenHub {
             poked.store(false, ordering: .releasing)
             begun += 1
             let number = begun
+            // Most looks (the poll's, every second) find nothing changed: then only the inputs
+            // are compared, and the namespace is not built (it costs about a millisecond).
+            let previous = latestInputs
             guard let control = control.get(),
-                  let snapshot = await control.read({ reader in Snapshot(Namespace(reader).build()) }) else {
+                  let reading = await control.read({ reader -> (Snapshot, Namespace.Inputs)? in
+                      let inputs = Namespace.Inputs(reader)
+                      return inputs == previous ? nil : (Snapshot(Namespace(reader).build()), inputs)
+                  }) else {
                 // Stopping: nothing to look at. A look asked for meanwhile is dropped with it.
                 return
             }
-            apply(snapshot)
+            if let (snapshot, inputs) = reading {
+                apply(snapshot)
+                latestInputs = inputs
+            } else {
+                stale = false
+                if let latest { for client in clients.values where !client.unsent.isEmpty { push(latest, to: client, paths: Array(client.unsent)) } }
+            }
             resumeWaiting(upTo: number)
             try? await Task.sleep(for: minimumInterval)
         } while lookAgain || poked.load(ordering: .acquiring)
@@ -195,7 +213,10 @@ actor ListenHub {
             let messages = removed.map { OSCQueryCommand.message("PATH_REMOVED", $0) }
                 + added.map { OSCQueryCommand.message("PATH_ADDED", $0) }
             for client in clients.values {
-                for path in client.listening.keys where !snapshot.paths.contains(path) { client.listening[path] = nil }
+                for path in client.listening.keys where !snapshot.paths.contains(path) {
+                    client.listening[path] = nil
+                    client.unsent.remove(path)
+                }
                 // A client that cannot take a path change would not know the namespace: closed,
                 // it connects again and reads everything.
                 if !messages.allSatisfy({ client.queue.push(.text($0)) }) { client.close() }
@@ -209,10 +230,18 @@ actor ListenHub {
     /// Sends the client each of `paths` whose value differs from what it was last sent.
     private func push(_ snapshot: Snapshot, to client: Client, paths: [String]) {
         for path in paths {
-            guard let value = snapshot.values[path], client.listening[path] != .some(value) else { continue }
+            guard let value = snapshot.values[path], client.listening[path] != .some(value) else {
+                client.unsent.remove(path)
+                continue
+            }
             let message = OSCMessage(path, value.map(\.oscArgument))
             // A full queue: the value is sent again at the next look (it is not marked sent).
-            if client.queue.push(.binary(OSCCodec.encode(message))) { client.listening[path] = .some(value) }
+            if client.queue.push(.binary(OSCCodec.encode(message))) {
+                client.listening[path] = .some(value)
+                client.unsent.remove(path)
+            } else {
+                client.unsent.insert(path)
+            }
         }
     }
 

@@ -154,6 +154,30 @@ struct OSCQueryResponder: HTTPResponder {
 }
 
 extension Namespace {
+    /// Everything `init(_ reader:)` reads from a reading but the peaks: two readings with equal
+    /// inputs have the same paths and the same values (meters aside). Whatever the namespace comes
+    /// to read must be added here too, or listeners miss its changes.
+    struct Inputs: Equatable, Sendable {
+        /// Whatever `answer` reads of the router (the queries' replies, an app's why).
+        var policy: PolicyState
+        /// Each app's name and state, each route's name and volume.
+        var apps: [String]
+        var routes: [String]
+        var nowPlaying: String?
+        var outsideInterruptions: [String]
+        /// The one reply that comes from the OSC server, not the router: `/app/<name>/notify`.
+        var notify: [String: String]
+
+        init(_ reader: ControlServer.Reader) {
+            policy = reader.status.policy
+            apps = reader.status.apps.map { "\($0.name) \($0.state)" }
+            routes = reader.status.routes.map { "\($0.name) \($0.volume)" }
+            nowPlaying = reader.status.nowPlaying
+            outsideInterruptions = reader.status.outsideInterruptions
+            notify = reader.notifyAddresses
+        }
+    }
+
     /// The namespace as one reading of the control plane sees it.
     init(_ reader: ControlServer.Reader) {
         let why = reader.status.policy.whyAll()

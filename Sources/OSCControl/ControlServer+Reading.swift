@@ -16,6 +16,9 @@ extension ControlServer {
         /// The OSC port and bind address, for OSCQuery's HOST_INFO.
         public var configuration: Configuration { server.configuration }
 
+        /// Each app's notify address (what `/app/<name>/notify` replies), by app.
+        public var notifyAddresses: [String: String] { server.notifyTargets.mapValues(\.url) }
+
         /// What `path` replies to an OSC message without arguments, when that is a query:
         /// `.success` with the reply values, `.failure` with the `/error` it would get (an unknown
         /// path, app or route; or a path that is not a query, such as `/app/x/activate`, which
