@@ -32,8 +32,9 @@ extension ControlServer {
             target.nextMeter = Self.nextMeterTime(after: now, rate: target.meterRate)
             target.lastMeter = now
             var group = merged[since] ?? (Self.peaks(in: meterHistory, after: since), nil)
-            let levels = { (meter: PeakMeter) in
-                (group.peaks["\(meter.kind.rawValue)/\(meter.name)"] ?? meter.peaks).map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
+            let levels = { [peaks = group.peaks] (meter: PeakMeter) in
+                ((peaks.isEmpty ? nil : peaks["\(meter.kind.rawValue)/\(meter.name)"]) ?? meter.peaks)
+                    .map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
             }
             let bytes: [UInt8]
             if let paths = target.meterPaths {
@@ -85,8 +86,11 @@ extension ControlServer {
         ((time * rate).rounded(.down) + 1) / rate
     }
 
-    /// The peak of every meter's channels over the ticks after `since`, by "kind/name".
-    private static func peaks(in history: [(time: Double, meters: [PeakMeter])], after since: Double) -> [String: [Float]] {
+    /// The peak of every meter's channels over the ticks after `since`, by "kind/name"; empty
+    /// when that is only the last tick's reading (a subscriber due at every reading, the usual
+    /// case): the meters of that reading are the peaks, with no merge.
+    static func peaks(in history: [(time: Double, meters: [PeakMeter])], after since: Double) -> [String: [Float]] {
+        if history.count < 2 || history[history.count - 2].time <= since { return [:] }
         var peaks: [String: [Float]] = [:]
         for (time, meters) in history where time > since {
             for meter in meters {

@@ -7,8 +7,9 @@ extension ControlServer {
     /// Opens a stream for a peer at `address` (see `OSCServer.openStream`); returns its id.
     /// - Parameter admin: the peer has a person's rights, as an `osc.admin` address: it may
     ///   control any app, whoever registered it (the control page).
-    public func openStream(from address: SocketAddress, admin: Bool, outlet: @escaping OSCServer.Outlet) -> OSCServer.StreamHandle {
-        let handle = server.openStream(from: address, outlet: outlet)
+    public func openStream(from address: SocketAddress, admin: Bool, outlet: @escaping OSCServer.Outlet,
+                           turnEnd: (@Sendable () -> Void)? = nil) -> OSCServer.StreamHandle {
+        let handle = server.openStream(from: address, outlet: outlet, turnEnd: turnEnd)
         if admin { server.execute { [self] in adminStreams.insert(handle.id) } }
         return handle
     }

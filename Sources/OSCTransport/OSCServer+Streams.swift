@@ -79,12 +79,16 @@ extension OSCServer {
     final class Stream {
         let address: SocketAddress
         let outlet: Outlet
+        let turnEnd: (@Sendable () -> Void)?
         let handle: StreamHandle
         /// Packets handed in, oldest first, handled a few per turn of the loop.
         var inbox: [[UInt8]] = []
-        init(address: SocketAddress, outlet: @escaping Outlet, handle: StreamHandle) {
+        /// The outlet was given packets in this turn of the loop.
+        var sentThisTurn = false
+        init(address: SocketAddress, outlet: @escaping Outlet, turnEnd: (@Sendable () -> Void)?, handle: StreamHandle) {
             self.address = address
             self.outlet = outlet
+            self.turnEnd = turnEnd
             self.handle = handle
         }
     }
@@ -98,11 +102,15 @@ extension OSCServer {
 
     /// Opens a stream connection for a peer at `address` (packets handed in after this call are
     /// handled after it is open). If the server has stopped, the stream never opens and its
-    /// packets are dropped.
-    public func openStream(from address: SocketAddress, outlet: @escaping Outlet) -> StreamHandle {
+    /// packets are dropped. `turnEnd`, if given, runs on the server thread at the end of each
+    /// turn of its loop in which the outlet was given packets: a front end may hold what its
+    /// outlets are given until then and hand a turn's packets (a meter tick reaching every
+    /// stream) on together.
+    public func openStream(from address: SocketAddress, outlet: @escaping Outlet,
+                           turnEnd: (@Sendable () -> Void)? = nil) -> StreamHandle {
         let handle = StreamHandle(id: newConnectionID())
         execute({ [self] in
-            streams[handle.id] = Stream(address: address, outlet: outlet, handle: handle)
+            streams[handle.id] = Stream(address: address, outlet: outlet, turnEnd: turnEnd, handle: handle)
         }, ifStopped: {
             handle.release()
         })
@@ -115,6 +123,7 @@ extension OSCServer {
         execute({ [self] in
             if let stream = streams[handle.id] {
                 stream.inbox.append(packet)
+                streamPacketsWaiting += 1
             } else {
                 handle.removed(count: 1, bytes: packet.count)
             }
@@ -130,11 +139,22 @@ extension OSCServer {
         execute({ [self] in
             guard let stream = streams.removeValue(forKey: handle.id) else { return }
             handle.removed(count: stream.inbox.count, bytes: stream.inbox.reduce(0) { $0 + $1.count })
+            streamPacketsWaiting -= stream.inbox.count
             handle.release()
             onClose(Peer(transport: .tcp, address: stream.address, connection: handle.id))
         }, ifStopped: {
             handle.release()
         })
+    }
+
+    /// Tells the streams sent to in this turn that it has ended (server thread, end of a turn).
+    func endStreamTurn() {
+        guard streamsSentThisTurn else { return }
+        streamsSentThisTurn = false
+        for stream in streams.values where stream.sentThisTurn {
+            stream.sentThisTurn = false
+            stream.turnEnd?()
+        }
     }
 
     /// Lets every stream's front end go on (the server has stopped: nothing will run).
@@ -150,7 +170,7 @@ extension OSCServer {
     /// Handles each stream's packets up to `streamBytesPerTurn` bytes and `streamPacketsPerTurn`
     /// packets (at least one); true when some are left.
     func serviceStreams() -> Bool {
-        guard streams.values.contains(where: { !$0.inbox.isEmpty }) else { return false }
+        guard streamPacketsWaiting > 0 else { return false }
         var left = false
         for id in Array(streams.keys) {
             guard let stream = streams[id], !stream.inbox.isEmpty else { continue }
@@ -163,6 +183,7 @@ extension OSCServer {
             }
             let batch = stream.inbox.prefix(count)
             stream.inbox.removeFirst(count)
+            streamPacketsWaiting -= count
             left = left || !stream.inbox.isEmpty
             let peer = Peer(transport: .tcp, address: stream.address, connection: id)
             for packet in batch { handler(packet, peer) }

@@ -86,6 +86,11 @@ public final class OSCServer: @unchecked Sendable {
     /// Stream connections carried by another front end (WebSockets), by connection id
     /// (OSCServer+Streams.swift).
     var streams: [Int: Stream] = [:]
+    /// Packets in streams' inboxes, all streams together (the loop looks at the streams only
+    /// when some wait).
+    var streamPacketsWaiting = 0
+    /// Some stream's outlet was given packets in this turn of the loop.
+    var streamsSentThisTurn = false
     /// Connection ids, sockets' and streams' alike, handed out from any thread.
     private let nextConnection = Atomic<Int>(1)
     private var thread: Thread?
@@ -261,6 +266,7 @@ public final class OSCServer: @unchecked Sendable {
                 onTick()
                 nextTick = now + Int64(tickMilliseconds)
             }
+            endStreamTurn()
         }
     }
 
@@ -437,7 +443,11 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     private func enqueue(_ packet: [UInt8], on id: Int, conflatable: Bool = false) -> Bool {
-        if let stream = streams[id] { return stream.outlet(packet, conflatable) }
+        if let stream = streams[id] {
+            stream.sentThisTurn = true
+            streamsSentThisTurn = true
+            return stream.outlet(packet, conflatable)
+        }
         guard let c = connections[id], c.output.count + packet.count <= configuration.maximumPendingOutput else { return false }
         c.output.append(contentsOf: c.frame(packet))
         flush(c)

@@ -1,4 +1,5 @@
 @testable import OSCControl
+@testable import RouterCore
 import Testing
 
 @Suite("The meter grid")
@@ -11,5 +12,14 @@ struct MeterGridTests {
         #expect(ControlServer.nextMeterTime(after: 1_795_500_000.123, rate: 20) == 1_795_500_000.15)
         #expect(ControlServer.nextMeterTime(after: 7.2, rate: 1) == 8)
         #expect(ControlServer.nextMeterTime(after: 7.2, rate: 2.5) == 7.6)
+    }
+
+    @Test("peaks over a subscriber's interval: merged when it spans several readings, nothing to merge when it is the last reading alone")
+    func peaks() {
+        let first = PeakMeter(kind: .app, name: "music", peaks: [0.5, 0.1])
+        let second = PeakMeter(kind: .app, name: "music", peaks: [0.2, 0.4])
+        #expect(ControlServer.peaks(in: [(1, [first])], after: 0).isEmpty)
+        #expect(ControlServer.peaks(in: [(1, [first]), (2, [second])], after: 1).isEmpty)
+        #expect(ControlServer.peaks(in: [(1, [first]), (2, [second])], after: 0.5) == ["app/music": [0.5, 0.4]])
     }
 }

@@ -61,6 +61,42 @@ struct OSCServerStreamTests {
         #expect(stream.backlog == 0)
     }
 
+    @Test("a stream's turn end runs once after each turn of the loop in which its outlet was given packets, after them; never for a stream not sent to")
+    func turnEnd() throws {
+        var configuration = OSCServer.Configuration()
+        configuration.port = 0
+        let server = try OSCServer(configuration: configuration)
+        defer { server.stop() }
+        server.start { _, _ in }
+        let events = Mutex<[String]>([])
+        let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
+        let sent = server.openStream(from: address, outlet: { bytes, _ in
+            events.withLock { $0.append("packet \(bytes[0])") }
+            return true
+        }, turnEnd: { events.withLock { $0.append("turn end") } })
+        _ = server.openStream(from: address, outlet: { _, _ in true }, turnEnd: { events.withLock { $0.append("other's turn end") } })
+        for round in 0..<2 {
+            let done = DispatchSemaphore(value: 0)
+            // Two packets in one task: one turn.
+            server.execute {
+                let peer = server.streamPeer(sent.id)!
+                server.send([UInt8(2 * round)], to: peer)
+                server.send([UInt8(2 * round + 1)], to: peer)
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            try waitUntil { events.withLock { $0.count } == 3 * (round + 1) }
+        }
+        // A turn that sends nothing (a task of its own) ends no stream's turn.
+        let idle = DispatchSemaphore(value: 0)
+        server.execute { idle.signal() }
+        #expect(idle.wait(timeout: .now() + 5) == .success)
+        let settled = DispatchSemaphore(value: 0)
+        server.execute { settled.signal() }
+        #expect(settled.wait(timeout: .now() + 5) == .success)
+        #expect(events.withLock { $0 } == ["packet 0", "packet 1", "turn end", "packet 2", "packet 3", "turn end"])
+    }
+
     @Test("a stream that hands in thousands of packets at once shares the thread: a UDP packet sent meanwhile is handled before they are all done")
     func fairness() throws {
         var configuration = OSCServer.Configuration()
