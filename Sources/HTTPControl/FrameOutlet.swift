@@ -1,13 +1,14 @@
-import Dispatch
 import NIOCore
 import NIOWebSocket
-import Synchronization
 
 /// Writes what the router sends one WebSocket (its `OutboundQueue`) on the connection's event
 /// loop, with no other thread in between: woken by a push, it takes everything waiting, writes it
 /// and flushes once, and takes again only when the socket has taken the last frame, so a peer
 /// that reads slowly holds at most one batch in NIO's buffer and slows only its own connection
 /// (the queue conflates its meters meanwhile).
+///
+/// A batch the socket has not taken within `stallTime` (a peer that stopped reading) closes the
+/// connection: a timer runs only while a batch waits for the socket.
 ///
 /// It sits in the pipeline just after the frame encoder, where it also sees the frames
 /// Hummingbird's WebSocket handler writes (pongs, the closing handshake): after a close frame it
@@ -17,7 +18,10 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundOut = WebSocketFrame
 
     private let queue: OutboundQueue
-    private let clock: WriteClock
+    private let stallTime: TimeAmount
+    /// Told (on the loop) before a stalled connection is closed.
+    private let onStall: @Sendable () -> Void
+    private var stallTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
     /// A close frame went out: no data frame may follow it.
     private var closing = false
@@ -28,20 +32,27 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     /// Batches the socket takes at once written in one turn of the loop, at most.
     private static let batchesPerTurn = 8
 
-    private init(queue: OutboundQueue, clock: WriteClock) {
+    private init(queue: OutboundQueue, stallTime: TimeAmount, onStall: @escaping @Sendable () -> Void) {
         self.queue = queue
-        self.clock = clock
+        self.stallTime = stallTime
+        self.onStall = onStall
     }
 
     /// Puts an outlet for `queue` on `channel` (a WebSocket, after its upgrade) and makes it the
-    /// queue's writer.
-    static func install(on channel: any Channel, queue: OutboundQueue, clock: WriteClock) -> EventLoopFuture<Void> {
+    /// queue's writer, woken through `waker` when that is the channel's loop's (pushes that wake
+    /// it later are held there until `waker.flush()`), else by a task of its own.
+    static func install(on channel: any Channel, queue: OutboundQueue, stallTime: TimeAmount,
+                        onStall: @escaping @Sendable () -> Void = {}, waker: OutletWaker? = nil) -> EventLoopFuture<Void> {
         channel.eventLoop.submit {
-            let outlet = FrameOutlet(queue: queue, clock: clock)
+            let outlet = FrameOutlet(queue: queue, stallTime: stallTime, onStall: onStall)
             let encoder = try channel.pipeline.syncOperations.handler(type: WebSocketFrameEncoder.self)
             try channel.pipeline.syncOperations.addHandler(outlet, position: .after(encoder))
             let bound = NIOLoopBound(outlet, eventLoop: channel.eventLoop)
-            queue.setWriter { bound.eventLoop.execute { bound.value.drain() } }
+            if let waker, waker.eventLoop === channel.eventLoop {
+                queue.setWriter({ waker.wake(bound) }, later: { waker.hold(bound) })
+            } else {
+                queue.setWriter { bound.eventLoop.execute { bound.value.drain() } }
+            }
         }
     }
 
@@ -51,6 +62,8 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        stallTimer?.cancel()
+        stallTimer = nil
     }
 
     /// Frames written by others on the way to the encoder.
@@ -69,14 +82,13 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     /// when the socket has taken the last one. A socket that takes a batch at once (inside the
     /// flush) gets the next in this same call, up to `batchesPerTurn`, then the loop's other
     /// connections have their turn.
-    private func drain() {
+    func drain() {
         for _ in 0..<Self.batchesPerTurn {
             // Closing or removed: the queue stays marked busy and is never woken again; the
             // connection is going.
             guard let context, !closing else { return }
             let frames = queue.take(upTo: Self.batchBytes)
             guard !frames.isEmpty else { return }
-            clock.since.store(Int64(DispatchTime.now().uptimeNanoseconds), ordering: .relaxed)
             let written = context.eventLoop.makePromise(of: Void.self)
             for (index, frame) in frames.enumerated() {
                 context.write(wrapOutboundOut(Self.webSocketFrame(frame, allocator: context.channel.allocator)),
@@ -86,7 +98,8 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
             var flushing = true
             var takenAtOnce = false
             written.futureResult.assumeIsolated().whenComplete { [self] result in
-                clock.since.store(0, ordering: .relaxed)
+                stallTimer?.cancel()
+                stallTimer = nil
                 guard case .success = result else {
                     // Not written, and nothing more will be: the connection ends.
                     self.context?.close(promise: nil)
@@ -96,11 +109,26 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
             }
             context.flush()
             flushing = false
-            guard takenAtOnce else { return }
+            guard takenAtOnce else {
+                // The socket has not taken the whole batch: it has `stallTime` to.
+                if stallTimer == nil {
+                    let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                    stallTimer = context.eventLoop.scheduleTask(in: stallTime) { bound.value.stalled() }
+                }
+                return
+            }
         }
         guard let context else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.eventLoop.execute { bound.value.drain() }
+    }
+
+    /// The batch waiting for the socket was not taken in time: the peer has stopped reading.
+    private func stalled() {
+        stallTimer = nil
+        guard let context else { return }
+        onStall()
+        context.close(promise: nil)
     }
 
     static func webSocketFrame(_ frame: OutboundQueue.Frame, allocator: ByteBufferAllocator) -> WebSocketFrame {
@@ -114,9 +142,4 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
             return WebSocketFrame(fin: true, opcode: .binary, data: buffer)
         }
     }
-}
-
-/// When the batch being written to a WebSocket started waiting for the socket (0: none is).
-final class WriteClock: Sendable {
-    let since = Atomic<Int64>(0)
 }

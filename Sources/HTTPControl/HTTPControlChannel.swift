@@ -47,7 +47,7 @@ struct HTTPControlChannel: ServerChildChannel {
 
     /// Whether a WebSocket upgrade is granted, and what serves it: on the connection's event loop.
     static func shouldUpgrade(_ request: HTTPRequest, _ channel: any Channel, control: AttachedControl, hub: ListenHub,
-                              configuration: HTTPControlServer.Configuration, logger: Logger)
+                              waker: OutletWaker?, configuration: HTTPControlServer.Configuration, logger: Logger)
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         // A peer that is not admitted gets the gate's 403 or 503 (it answers the request).
         guard let admission = try? channel.pipeline.syncOperations.handler(type: Admission.self),
@@ -77,7 +77,7 @@ struct HTTPControlChannel: ServerChildChannel {
                                        admin: request.headerFields[.origin] != nil,
                                        queueLimit: configuration.webSocketQueueBytes,
                                        maximumMessageBytes: configuration.maximumWebSocketMessageBytes,
-                                       stallSeconds: configuration.webSocketPingSeconds, logger: logger)
+                                       stallSeconds: configuration.webSocketPingSeconds, waker: waker, logger: logger)
         return .upgrade([:], { inbound, _, _ in await session.run(inbound: inbound) })
     }
 }

@@ -105,18 +105,19 @@ public final class HTTPControlServer: Sendable {
             ws: .init(maxFrameSize: configuration.maximumWebSocketMessageBytes,
                       autoPing: .enabled(timePeriod: .seconds(configuration.webSocketPingSeconds)),
                       closeTimeout: .seconds(5), validateUTF8: true))
+        // One thread for every connection: a control server's traffic is light, and one loop
+        // woken once per meter tick writes every WebSocket's frames of that tick.
+        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let waker = OutletWaker(eventLoop: eventLoops.next())
         let (control, hub, configuration, logger) = (control, hub, configuration, logger)
         let server = HTTPServerBuilder { responder in
             HTTPControlChannel(
                 inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: channel) { request, connection, _ in
-                    HTTPControlChannel.shouldUpgrade(request, connection, control: control, hub: hub,
+                    HTTPControlChannel.shouldUpgrade(request, connection, control: control, hub: hub, waker: waker,
                                                      configuration: configuration, logger: logger)
                 },
                 rules: rules, slots: slots)
         }
-        // One thread for every connection: a control server's traffic is light, and one loop
-        // woken once per meter tick writes every WebSocket's frames of that tick.
-        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let application = Application(
             responder: responder,
             server: server,

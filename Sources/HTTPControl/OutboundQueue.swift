@@ -12,7 +12,8 @@ import Foundation
 ///
 /// The writer is woken (`setWriter`'s closure, which schedules it on the event loop) by the
 /// first push after it found the queue empty, and not again until it finds it empty once more:
-/// a burst of pushes costs one wake.
+/// a burst of pushes costs one wake. A push may ask for the writer's later wake instead (the OSC
+/// server's thread: its outlet wakes all the turn's writers together when the turn ends).
 final class OutboundQueue: @unchecked Sendable {
     // @unchecked: every stored property is read and written under `lock` (NSLock, seen by TSan).
     enum Frame: Equatable, Sendable {
@@ -34,6 +35,7 @@ final class OutboundQueue: @unchecked Sendable {
     private var latest: Frame?
     private var closed = false
     private var wake: (@Sendable () -> Void)?
+    private var wakeLater: (@Sendable () -> Void)?
     /// The writer has been woken and has not found the queue empty since: no push wakes it.
     private var writerBusy = false
 
@@ -42,10 +44,12 @@ final class OutboundQueue: @unchecked Sendable {
     }
 
     /// Names the writer: `wake` is called (on the pushing thread, outside the lock) when frames
-    /// wait and the writer is not already busy; at once if some wait now.
-    func setWriter(_ wake: @escaping @Sendable () -> Void) {
+    /// wait and the writer is not already busy; at once if some wait now. `later` instead of
+    /// `wake` for pushes that ask for it (none given: `wake`).
+    func setWriter(_ wake: @escaping @Sendable () -> Void, later: (@Sendable () -> Void)? = nil) {
         let now: Bool = lock.withLock {
             self.wake = wake
+            self.wakeLater = later
             guard !closed, !writerBusy, !frames.isEmpty || latest != nil else { return false }
             writerBusy = true
             return true
@@ -54,9 +58,10 @@ final class OutboundQueue: @unchecked Sendable {
     }
 
     /// Queues `frame`; false when it does not fit (or the queue is closed). A conflatable frame
-    /// always fits: it replaces the one waiting, if any.
+    /// always fits: it replaces the one waiting, if any. `wakingLater`: an idle writer is woken
+    /// through `setWriter`'s `later`.
     @discardableResult
-    func push(_ frame: Frame, conflatable: Bool = false) -> Bool {
+    func push(_ frame: Frame, conflatable: Bool = false, wakingLater: Bool = false) -> Bool {
         let (queued, wakeWriter): (Bool, (@Sendable () -> Void)?) = lock.withLock {
             if closed { return (false, nil) }
             if conflatable {
@@ -68,7 +73,7 @@ final class OutboundQueue: @unchecked Sendable {
             }
             guard !writerBusy, let wake else { return (true, nil) }
             writerBusy = true
-            return (true, wake)
+            return (true, wakingLater ? wakeLater ?? wake : wake)
         }
         wakeWriter?()
         return queued
@@ -106,6 +111,7 @@ final class OutboundQueue: @unchecked Sendable {
             bytes = 0
             latest = nil
             wake = nil
+            wakeLater = nil
         }
     }
 

@@ -16,8 +16,8 @@ import OSCTransport
 ///
 /// This task reads; what goes to the peer is written by the connection's `FrameOutlet` on its
 /// event loop, from a bounded queue every sender pushes to, so a peer that never reads holds at
-/// most `queueLimit` bytes (and one batch in NIO's buffer), delays nobody, and is closed: a child
-/// task closes the connection when a batch has waited for the socket longer than `stallSeconds`
+/// most `queueLimit` bytes (and one batch in NIO's buffer), delays nobody, and is closed: the
+/// outlet closes the connection when a batch has waited for the socket longer than `stallSeconds`
 /// (a peer that stopped reading: its pings would wait behind the same writes and never find it
 /// dead). A peer that sends faster than its commands run is not read meanwhile (`waitForRoom`).
 struct WebSocketSession {
@@ -34,40 +34,33 @@ struct WebSocketSession {
     let queueLimit: Int
     let maximumMessageBytes: Int
     let stallSeconds: Int64
+    /// Wakes the outlets of the server's event loop together.
+    let waker: OutletWaker?
     let logger: Logger
 
     func run(inbound: WebSocketInboundStream) async {
         let queue = OutboundQueue(limit: queueLimit)
-        // When the batch being written started waiting for the socket (0: none is).
-        let writing = WriteClock()
         do {
-            try await FrameOutlet.install(on: channel, queue: queue, clock: writing).get()
+            try await FrameOutlet.install(on: channel, queue: queue, stallTime: .seconds(stallSeconds), onStall: { [logger, peer, stallSeconds] in
+                logger.notice("closing a WebSocket that has not taken a frame for \(stallSeconds) s", metadata: ["peer": "\(peer)"])
+            }, waker: waker).get()
         } catch {
             logger.notice("could not set up a WebSocket: \(error)", metadata: ["peer": "\(peer)"])
             channel.close(promise: nil)
             return
         }
-        let stream = control.openStream(from: peer, admin: admin) { packet, conflatable in
-            queue.push(.binary(packet), conflatable: conflatable)
-        }
+        // The OSC server's thread pushes what it sends; the loop is woken once its turn ends.
+        var turnEnd: (@Sendable () -> Void)?
+        if let waker { turnEnd = { waker.flush() } }
+        let later = waker != nil
+        let stream = control.openStream(from: peer, admin: admin, outlet: { packet, conflatable in
+            queue.push(.binary(packet), conflatable: conflatable, wakingLater: later)
+        }, turnEnd: turnEnd)
         let id = stream.id
         await hub.add(id, queue: queue, close: { [channel] in channel.close(promise: nil) })
         logger.info("WebSocket opened", metadata: ["peer": "\(peer)", "connection": "\(id)", "admin": "\(admin)"])
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [channel, logger, peer, stallSeconds] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    let since = writing.since.load(ordering: .relaxed)
-                    guard since > 0, Int64(DispatchTime.now().uptimeNanoseconds) - since > stallSeconds * 1_000_000_000 else { continue }
-                    logger.notice("closing a WebSocket that has not taken a frame for \(stallSeconds) s", metadata: ["peer": "\(peer)"])
-                    channel.close(promise: nil)
-                    return
-                }
-            }
-            await read(inbound, stream: stream, queue: queue)
-            queue.close()
-            group.cancelAll()
-        }
+        await read(inbound, stream: stream, queue: queue)
+        queue.close()
         control.closeStream(stream)
         await hub.remove(id)
         logger.info("WebSocket closed", metadata: ["peer": "\(peer)", "connection": "\(id)"])

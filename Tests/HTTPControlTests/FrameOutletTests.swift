@@ -2,6 +2,7 @@
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
+import Synchronization
 import Testing
 
 /// The WebSocket's writer on a channel of NIO's own (EmbeddedChannel: its writes complete when
@@ -9,12 +10,14 @@ import Testing
 @Suite("A WebSocket's frame outlet")
 struct FrameOutletTests {
     /// A channel with the encoder and an outlet for a new queue, and the queue.
-    private func outletChannel() throws -> (EmbeddedChannel, OutboundQueue, WriteClock) {
-        let channel = EmbeddedChannel()
+    private func outletChannel(loop: EmbeddedEventLoop = EmbeddedEventLoop(), waker: OutletWaker? = nil) throws
+        -> (EmbeddedChannel, OutboundQueue, StallCount) {
+        let channel = EmbeddedChannel(loop: loop)
         try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
         let queue = OutboundQueue(limit: 1 << 20)
-        let clock = WriteClock()
-        let installed = FrameOutlet.install(on: channel, queue: queue, clock: clock)
+        let clock = StallCount()
+        let installed = FrameOutlet.install(on: channel, queue: queue, stallTime: .seconds(10), onStall: { clock.stalls.add(1, ordering: .relaxed) },
+                                            waker: waker)
         channel.embeddedEventLoop.run()
         try installed.wait()
         return (channel, queue, clock)
@@ -67,10 +70,83 @@ struct FrameOutletTests {
         #expect(try written(channel).isEmpty, "nothing before the loop runs")
         channel.embeddedEventLoop.run()
         #expect(try written(channel) == [frame(0x1, [0x61]), frame(0x2, [4, 5, 6]), frame(0x2, [3])])
-        #expect(clock.since.load(ordering: .relaxed) == 0, "the batch was taken: nothing waits for the socket")
+        #expect(clock.stalls.load(ordering: .relaxed) == 0)
         queue.push(.text("b"))
         channel.embeddedEventLoop.run()
         #expect(try written(channel) == [frame(0x1, [0x62])])
+    }
+
+    @Test("outlets of one loop woken together share one task; each writes its own frames; woken again later, again one task")
+    func wokenTogether() throws {
+        let loop = EmbeddedEventLoop()
+        let waker = OutletWaker(eventLoop: loop)
+        let outlets = try (0..<3).map { _ in try outletChannel(loop: loop, waker: waker) }
+        defer { for (channel, _, _) in outlets { _ = try? channel.finish() } }
+        for round in 0..<2 {
+            for (index, (_, queue, _)) in outlets.enumerated() { queue.push(.binary([UInt8(round), UInt8(index)]), conflatable: true) }
+            #expect(waker.tasks == round + 1, "one task for the three wakes")
+            loop.run()
+            for (index, (channel, _, _)) in outlets.enumerated() {
+                #expect(try written(channel) == [frame(0x2, [UInt8(round), UInt8(index)])])
+            }
+        }
+        // A waker of another loop is not used: the outlet wakes itself.
+        let other = OutletWaker(eventLoop: EmbeddedEventLoop())
+        let (channel, queue, _) = try outletChannel(waker: other)
+        defer { _ = try? channel.finish() }
+        queue.push(.text("x"))
+        channel.embeddedEventLoop.run()
+        #expect(other.tasks == 0)
+        #expect(try written(channel) == [frame(0x1, [0x78])])
+    }
+
+    @Test("pushes that wake later are held until the waker is flushed: then one task writes them all; a flush with nothing held gives no task")
+    func heldUntilFlushed() throws {
+        let loop = EmbeddedEventLoop()
+        let waker = OutletWaker(eventLoop: loop)
+        let outlets = try (0..<3).map { _ in try outletChannel(loop: loop, waker: waker) }
+        defer { for (channel, _, _) in outlets { _ = try? channel.finish() } }
+        waker.flush()
+        #expect(waker.tasks == 0)
+        for (index, (_, queue, _)) in outlets.enumerated() { queue.push(.binary([UInt8(index)]), conflatable: true, wakingLater: true) }
+        loop.run()
+        #expect(waker.tasks == 0, "held: no task yet")
+        for (channel, _, _) in outlets { #expect(try written(channel).isEmpty) }
+        waker.flush()
+        waker.flush()
+        #expect(waker.tasks == 1)
+        loop.run()
+        for (index, (channel, _, _)) in outlets.enumerated() { #expect(try written(channel) == [frame(0x2, [UInt8(index)])]) }
+    }
+
+    @Test("a batch the socket has not taken within the stall time closes the connection; one taken in time stops the clock")
+    func stall() throws {
+        let loop = EmbeddedEventLoop()
+        let held = HeldWrites()
+        let channel = EmbeddedChannel(loop: loop)
+        defer { _ = try? channel.finish() }
+        try channel.pipeline.syncOperations.addHandler(held)
+        try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
+        let queue = OutboundQueue(limit: 1 << 20)
+        let stalls = StallCount()
+        let installed = FrameOutlet.install(on: channel, queue: queue, stallTime: .seconds(10), onStall: { stalls.stalls.add(1, ordering: .relaxed) })
+        loop.run()
+        try installed.wait()
+        let closed = StallCount()
+        channel.closeFuture.whenComplete { _ in closed.stalls.add(1, ordering: .relaxed) }
+        queue.push(.text("a"))
+        loop.run()
+        loop.advanceTime(by: .seconds(9))
+        held.takeAll()
+        loop.advanceTime(by: .seconds(5))
+        #expect(stalls.stalls.load(ordering: .relaxed) == 0 && closed.stalls.load(ordering: .relaxed) == 0, "taken in time")
+        queue.push(.text("b"))
+        loop.run()
+        loop.advanceTime(by: .seconds(9))
+        #expect(stalls.stalls.load(ordering: .relaxed) == 0)
+        loop.advanceTime(by: .seconds(1))
+        #expect(stalls.stalls.load(ordering: .relaxed) == 1)
+        #expect(closed.stalls.load(ordering: .relaxed) == 1, "closed")
     }
 
     @Test("more than a batch waiting is written in batches in one turn")
@@ -98,5 +174,25 @@ struct FrameOutletTests {
         #expect(throws: ChannelError.outputClosed) { try late.wait() }
         try channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .pong, data: ByteBuffer())).wait()
         #expect(try written(channel) == [frame(0xA, [])])
+    }
+}
+
+final class StallCount: Sendable {
+    let stalls = Atomic<Int>(0)
+}
+
+/// A socket that takes nothing until told: writes wait (their promises held) until `takeAll`.
+private final class HeldWrites: ChannelOutboundHandler {
+    typealias OutboundIn = ByteBuffer
+    private var waiting: [EventLoopPromise<Void>] = []
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if let promise { waiting.append(promise) }
+    }
+
+    func takeAll() {
+        let taken = waiting
+        waiting = []
+        for promise in taken { promise.succeed() }
     }
 }

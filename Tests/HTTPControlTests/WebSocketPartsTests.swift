@@ -88,6 +88,24 @@ struct WebSocketPartsTests {
         #expect(wakes.withLock { $0 } == 2, "closed: an idle writer is not woken")
     }
 
+    @Test("a push that asks for the later wake wakes the idle writer through it, once per burst; without one named, through the wake")
+    func laterWake() {
+        let queue = OutboundQueue(limit: 100)
+        let wakes = Mutex<[String]>([])
+        queue.setWriter({ wakes.withLock { $0.append("now") } }, later: { wakes.withLock { $0.append("later") } })
+        queue.push(.binary([1]), conflatable: true, wakingLater: true)
+        queue.push(.binary([2]), wakingLater: true)
+        #expect(wakes.withLock { $0 } == ["later"])
+        #expect(queue.take() == [.binary([2]), .binary([1])])
+        #expect(queue.take() == [])
+        queue.push(.text("a"))
+        #expect(wakes.withLock { $0 } == ["later", "now"])
+        let plain = OutboundQueue(limit: 100)
+        plain.setWriter { wakes.withLock { $0.append("plain") } }
+        plain.push(.text("b"), wakingLater: true)
+        #expect(wakes.withLock { $0 } == ["later", "now", "plain"])
+    }
+
     @Test("the writer takes at most a batch's bytes (one frame at least), the latest meter after every other frame")
     func batches() {
         let queue = OutboundQueue(limit: 1000)
