@@ -9,7 +9,9 @@
 # websocket: the router with 16 active apps, alone and with WS_CLIENTS (default 20) control-page
 # clients on its WebSocket (scripts/ws-listener.py: every value LISTENed, meters at 20 Hz),
 # alternating RUNS times: the router's whole CPU and its process callback's mean / p99 / max
-# (scripts/proctime.c), and the frames the clients got. websocket.md.
+# (scripts/proctime.c), and the frames the clients got; after each run, the floor: a C program
+# (scripts/ws-floor.c) writing only as many frames of the meters' size to as many readers, what
+# the kernel's loopback delivery costs any sender. websocket.md.
 # denormals: the Swift kernel on normal and subnormal signals with flush-to-zero/denormals-are-zero
 # off and on, and the engine's whole cycle (duckbench --denormals; DENORMAL_RUNS, default 21).
 # scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
@@ -421,10 +423,12 @@ for _ in $(seq 100); do
     python3 -c "import urllib.request, sys; urllib.request.urlopen(sys.argv[1], timeout=1)" "http://127.0.0.1:$httpport/?HOST_INFO" 2>/dev/null && break
     sleep 0.1
 done
-alone=(); with=(); alone_p99=(); with_p99=(); received=()
+alone=(); with=(); alone_p99=(); with_p99=(); received=(); floors=()
+gcc -O2 -Wall -o "$out/ws-floor" scripts/ws-floor.c
+floorport=$(( httpport + 2 ))
 {
-echo "| run | alone: CPU µs per cycle | callback mean / p99 / max µs | with $clients clients: CPU µs per cycle | callback mean / p99 / max µs | frames per client per second |"
-echo "|---|---|---|---|---|---|"
+echo "| run | alone: CPU µs per cycle | callback mean / p99 / max µs | with $clients clients: CPU µs per cycle | callback mean / p99 / max µs | frames per client per second | floor: CPU µs per cycle |"
+echo "|---|---|---|---|---|---|---|"
 } > "$out/websocket.md"
 for run in $(seq "$runs"); do
     read -r _ a_mean a_p99 a_max a_cpu < <(timed_window "$out/proctime-ws.txt" "$router")
@@ -433,24 +437,58 @@ for run in $(seq "$runs"); do
         python3 scripts/ws-listener.py 127.0.0.1 "$httpport" "$out/ws-listener-$k.txt" &
         listeners+=("$!")
     done
+    # The window starts once every client has its values and meters (its setup, some 30 ms of
+    # the router's CPU per client, is not what is measured); the clients start slowly on a busy machine.
+    for _ in $(seq 600); do
+        [ "$(ls "$out"/ws-listener-*.txt.ready 2>/dev/null | wc -l)" -ge "$clients" ] && break
+        sleep 0.1
+    done
+    if [ "$(ls "$out"/ws-listener-*.txt.ready 2>/dev/null | wc -l)" -lt "$clients" ]; then
+        echo "bench: the WebSocket clients did not all get their values and meters within 60 s" >&2
+        exit 1
+    fi
     read -r _ w_mean w_p99 w_max w_cpu < <(timed_window "$out/proctime-ws.txt" "$router")
     for pid in "${listeners[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; done
     rate_per_client=$(cat "$out"/ws-listener-*.txt | awk '{ f += $1; s += $2 } END { if (s > 0) printf "%.1f", f / s; else print "?" }')
-    rm -f "$out"/ws-listener-*.txt
-    echo "run $run: alone $a_cpu µs/cycle (callback $a_mean / $a_p99 / $a_max µs), with $clients clients $w_cpu µs/cycle (callback $w_mean / $w_p99 / $w_max µs), $rate_per_client frames/s per client"
-    echo "| $run | $a_cpu | $a_mean / $a_p99 / $a_max | $w_cpu | $w_mean / $w_p99 / $w_max | $rate_per_client |" >> "$out/websocket.md"
-    alone+=("$a_cpu"); with+=("$w_cpu"); alone_p99+=("$a_p99"); with_p99+=("$w_p99"); received+=("$rate_per_client")
+    frame_bytes=$(cat "$out"/ws-listener-*.txt | awk '$3 > m { m = $3 } END { print (m >= 126 ? m : 126) }')
+    rm -f "$out"/ws-listener-*.txt "$out"/ws-listener-*.txt.ready
+    # The floor: a C program that only writes as many frames of that size to as many readers.
+    "$out/ws-floor" "$floorport" "$clients" "$frame_bytes" &
+    floor=$!
+    readers=()
+    for k in $(seq "$clients"); do
+        python3 -c '
+import socket, sys, time
+for _ in range(100):
+    try:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        break
+    except OSError:
+        time.sleep(0.05)
+while s.recv(65536):
+    pass' "$floorport" &
+        readers+=("$!")
+    done
+    sleep 3
+    f_cpu=$(cpu_per_cycle "$floor" "$scale_seconds")
+    kill "$floor" "${readers[@]}" 2>/dev/null; wait "$floor" "${readers[@]}" 2>/dev/null || true
+    echo "run $run: alone $a_cpu µs/cycle (callback $a_mean / $a_p99 / $a_max µs), with $clients clients $w_cpu µs/cycle (callback $w_mean / $w_p99 / $w_max µs), $rate_per_client frames/s per client; the floor (ws-floor, $frame_bytes-byte frames) $f_cpu µs/cycle"
+    echo "| $run | $a_cpu | $a_mean / $a_p99 / $a_max | $w_cpu | $w_mean / $w_p99 / $w_max | $rate_per_client | $f_cpu |" >> "$out/websocket.md"
+    alone+=("$a_cpu"); with+=("$w_cpu"); alone_p99+=("$a_p99"); with_p99+=("$w_p99"); received+=("$rate_per_client"); floors+=("$f_cpu")
 done
 kill -INT "$router"; wait "$router" || true
-python3 - "$period" "$rate" "${alone[*]}" "${with[*]}" "${alone_p99[*]}" "${with_p99[*]}" <<'PY' | tee -a "$out/websocket.md"
+python3 - "$period" "$rate" "${alone[*]}" "${with[*]}" "${alone_p99[*]}" "${with_p99[*]}" "${floors[*]}" <<'PY' | tee -a "$out/websocket.md"
 import statistics, sys
 period, rate = int(sys.argv[1]), int(sys.argv[2])
-alone, with_, ap, wp = ([float(x) for x in arg.split()] for arg in sys.argv[3:7])
+alone, with_, ap, wp, floors = ([float(x) for x in arg.split()] for arg in sys.argv[3:8])
 cycle_us = period / rate * 1e6
 extra = statistics.median(with_) - statistics.median(alone)
 print(f"\nMedians: alone {statistics.median(alone):.1f} µs of CPU per {cycle_us:.0f} µs cycle, with clients "
       f"{statistics.median(with_):.1f}: +{extra:.1f} µs per cycle = {extra / cycle_us * 100:.2f}% of one core; "
       f"callback p99 {statistics.median(ap):.1f} µs alone, {statistics.median(wp):.1f} µs with clients.")
+floor = statistics.median(floors)
+print(f"The floor (a C program writing only the same frames to as many readers): {floor:.1f} µs per cycle = "
+      f"{floor / cycle_us * 100:.2f}% of one core; the router's own work above it {extra - floor:.1f} µs per cycle.")
 PY
 fi
 
