@@ -111,7 +111,7 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
             flushing = false
             guard takenAtOnce else {
                 // The socket has not taken the whole batch: it has `stallTime` to.
-                if stallTimer == nil {
+                if stallTimer == nil, self.context != nil {
                     let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
                     stallTimer = context.eventLoop.scheduleTask(in: stallTime) { bound.value.stalled() }
                 }

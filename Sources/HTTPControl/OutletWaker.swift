@@ -6,6 +6,9 @@ import Synchronization
 /// (`hold`) until the end of its turn (`flush`): a meter tick that reaches every open page
 /// (pushes to every queue, one after another) costs the loop one task and one wake-up, not one
 /// per connection, and the loop's thread is not woken (and run in its place) after each push.
+///
+/// One per event loop and per start of the HTTP server: once its loop has shut down, a task it
+/// gives is dropped and it stays marked scheduled (wakes nothing more), as nothing is left to wake.
 final class OutletWaker: Sendable {
     let eventLoop: any EventLoop
     private let waiting = Mutex<(outlets: [NIOLoopBound<FrameOutlet>], scheduled: Bool, tasks: Int)>(([], false, 0))

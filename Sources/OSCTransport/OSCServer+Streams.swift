@@ -136,15 +136,20 @@ extension OSCServer {
     /// The stream has ended: what rode on it is dropped, as when a TCP peer goes away. Packets
     /// it handed in and that were not handled yet are dropped too.
     public func closeStream(_ handle: StreamHandle) {
-        execute({ [self] in
-            guard let stream = streams.removeValue(forKey: handle.id) else { return }
-            handle.removed(count: stream.inbox.count, bytes: stream.inbox.reduce(0) { $0 + $1.count })
-            streamPacketsWaiting -= stream.inbox.count
-            handle.release()
-            onClose(Peer(transport: .tcp, address: stream.address, connection: handle.id))
-        }, ifStopped: {
+        execute({ [self] in endStream(handle) }, ifStopped: {
             handle.release()
         })
+    }
+
+    /// Closes a stream (server thread).
+    func endStream(_ handle: StreamHandle) {
+        guard let stream = streams.removeValue(forKey: handle.id) else { return }
+        // Sent to in this turn: its turn ends now (the end of the turn will not see it).
+        if stream.sentThisTurn { stream.turnEnd?() }
+        handle.removed(count: stream.inbox.count, bytes: stream.inbox.reduce(0) { $0 + $1.count })
+        streamPacketsWaiting -= stream.inbox.count
+        handle.release()
+        onClose(Peer(transport: .tcp, address: stream.address, connection: handle.id))
     }
 
     /// Tells the streams sent to in this turn that it has ended (server thread, end of a turn).

@@ -140,6 +140,8 @@ public struct PolicyState: Equatable, Sendable {
 
     public init() {}
 
+    /// Compares every stored field. OSCQuery's listeners (HTTPControl's `Namespace.Inputs`) see
+    /// a change only where this sees one: a field added to the state must be compared here.
     public static func == (a: PolicyState, b: PolicyState) -> Bool {
         a.apps == b.apps && a.silentSwitch == b.silentSwitch
             && a.systemVolumes.elementsEqual(b.systemVolumes) { $0 == $1 }

@@ -70,7 +70,8 @@ struct FrameOutletTests {
         #expect(try written(channel).isEmpty, "nothing before the loop runs")
         channel.embeddedEventLoop.run()
         #expect(try written(channel) == [frame(0x1, [0x61]), frame(0x2, [4, 5, 6]), frame(0x2, [3])])
-        #expect(clock.stalls.load(ordering: .relaxed) == 0)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        #expect(clock.stalls.load(ordering: .relaxed) == 0, "the batch was taken: no clock runs")
         queue.push(.text("b"))
         channel.embeddedEventLoop.run()
         #expect(try written(channel) == [frame(0x1, [0x62])])
@@ -147,6 +148,26 @@ struct FrameOutletTests {
         loop.advanceTime(by: .seconds(1))
         #expect(stalls.stalls.load(ordering: .relaxed) == 1)
         #expect(closed.stalls.load(ordering: .relaxed) == 1, "closed")
+    }
+
+    @Test("an outlet removed while its batch waits for the socket stops its clock")
+    func removedWhileWaiting() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        defer { _ = try? channel.finish() }
+        try channel.pipeline.syncOperations.addHandler(HeldWrites())
+        try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
+        let queue = OutboundQueue(limit: 1 << 20)
+        let stalls = StallCount()
+        let installed = FrameOutlet.install(on: channel, queue: queue, stallTime: .seconds(10), onStall: { stalls.stalls.add(1, ordering: .relaxed) })
+        loop.run()
+        try installed.wait()
+        queue.push(.text("a"))
+        loop.run()
+        let outlet = try channel.pipeline.syncOperations.handler(type: FrameOutlet.self)
+        try channel.pipeline.syncOperations.removeHandler(outlet).wait()
+        loop.advanceTime(by: .seconds(11))
+        #expect(stalls.stalls.load(ordering: .relaxed) == 0)
     }
 
     @Test("more than a batch waiting is written in batches in one turn")

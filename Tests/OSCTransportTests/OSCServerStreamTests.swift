@@ -97,6 +97,30 @@ struct OSCServerStreamTests {
         #expect(events.withLock { $0 } == ["packet 0", "packet 1", "turn end", "packet 2", "packet 3", "turn end"])
     }
 
+    @Test("a stream sent to and closed in the same turn has its turn end when it closes")
+    func turnEndAtClose() throws {
+        var configuration = OSCServer.Configuration()
+        configuration.port = 0
+        let server = try OSCServer(configuration: configuration)
+        defer { server.stop() }
+        server.start { _, _ in }
+        let events = Mutex<[String]>([])
+        let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
+        let stream = server.openStream(from: address, outlet: { _, _ in
+            events.withLock { $0.append("packet") }
+            return true
+        }, turnEnd: { events.withLock { $0.append("turn end") } })
+        let done = DispatchSemaphore(value: 0)
+        server.execute {
+            server.send([1], to: server.streamPeer(stream.id)!)
+            server.endStream(stream)
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        try waitUntil { events.withLock { $0.count } == 2 }
+        #expect(events.withLock { $0 } == ["packet", "turn end"])
+    }
+
     @Test("a stream that hands in thousands of packets at once shares the thread: a UDP packet sent meanwhile is handled before they are all done")
     func fairness() throws {
         var configuration = OSCServer.Configuration()
