@@ -120,12 +120,11 @@ struct FrameOutletTests {
         for (index, (channel, _, _)) in outlets.enumerated() { #expect(try written(channel) == [frame(0x2, [UInt8(index)])]) }
     }
 
-    @Test("a batch the socket has not taken within the stall time closes the connection; one taken in time stops the clock")
-    func stall() throws {
+    /// An outlet with a 10 s stall time on a channel whose socket takes nothing until told.
+    private func heldOutletChannel() throws -> (EmbeddedEventLoop, EmbeddedChannel, OutboundQueue, HeldWrites, StallCount) {
         let loop = EmbeddedEventLoop()
         let held = HeldWrites()
         let channel = EmbeddedChannel(loop: loop)
-        defer { _ = try? channel.finish() }
         try channel.pipeline.syncOperations.addHandler(held)
         try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
         let queue = OutboundQueue(limit: 1 << 20)
@@ -133,6 +132,13 @@ struct FrameOutletTests {
         let installed = FrameOutlet.install(on: channel, queue: queue, stallTime: .seconds(10), onStall: { stalls.stalls.add(1, ordering: .relaxed) })
         loop.run()
         try installed.wait()
+        return (loop, channel, queue, held, stalls)
+    }
+
+    @Test("a batch the socket has not taken within the stall time closes the connection; one taken in time stops the clock")
+    func stall() throws {
+        let (loop, channel, queue, held, stalls) = try heldOutletChannel()
+        defer { _ = try? channel.finish() }
         let closed = StallCount()
         channel.closeFuture.whenComplete { _ in closed.stalls.add(1, ordering: .relaxed) }
         queue.push(.text("a"))
@@ -152,16 +158,8 @@ struct FrameOutletTests {
 
     @Test("an outlet removed while its batch waits for the socket stops its clock")
     func removedWhileWaiting() throws {
-        let loop = EmbeddedEventLoop()
-        let channel = EmbeddedChannel(loop: loop)
+        let (loop, channel, queue, _, stalls) = try heldOutletChannel()
         defer { _ = try? channel.finish() }
-        try channel.pipeline.syncOperations.addHandler(HeldWrites())
-        try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
-        let queue = OutboundQueue(limit: 1 << 20)
-        let stalls = StallCount()
-        let installed = FrameOutlet.install(on: channel, queue: queue, stallTime: .seconds(10), onStall: { stalls.stalls.add(1, ordering: .relaxed) })
-        loop.run()
-        try installed.wait()
         queue.push(.text("a"))
         loop.run()
         let outlet = try channel.pipeline.syncOperations.handler(type: FrameOutlet.self)
@@ -203,7 +201,7 @@ final class StallCount: Sendable {
 }
 
 /// A socket that takes nothing until told: writes wait (their promises held) until `takeAll`.
-private final class HeldWrites: ChannelOutboundHandler {
+final class HeldWrites: ChannelOutboundHandler {
     typealias OutboundIn = ByteBuffer
     private var waiting: [EventLoopPromise<Void>] = []
 

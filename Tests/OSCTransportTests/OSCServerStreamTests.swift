@@ -61,19 +61,36 @@ struct OSCServerStreamTests {
         #expect(stream.backlog == 0)
     }
 
-    @Test("a stream's turn end runs once after each turn of the loop in which its outlet was given packets, after them; never for a stream not sent to")
-    func turnEnd() throws {
+    /// A server on a port of its own, started, handling nothing.
+    private func startedServer() throws -> OSCServer {
         var configuration = OSCServer.Configuration()
         configuration.port = 0
         let server = try OSCServer(configuration: configuration)
-        defer { server.stop() }
         server.start { _, _ in }
-        let events = Mutex<[String]>([])
-        let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
-        let sent = server.openStream(from: address, outlet: { bytes, _ in
+        return server
+    }
+
+    /// A stream whose outlet records "packet <first byte>" and whose turn end records "turn end".
+    private func recordingStream(on server: OSCServer, _ events: Events) -> OSCServer.StreamHandle {
+        server.openStream(from: SocketAddress(host: "127.0.0.1", port: 4321)!, outlet: { bytes, _ in
             events.withLock { $0.append("packet \(bytes[0])") }
             return true
         }, turnEnd: { events.withLock { $0.append("turn end") } })
+    }
+
+    /// What streams' outlets and turn ends did, in order.
+    final class Events: Sendable {
+        private let list = Mutex<[String]>([])
+        func withLock<T>(_ body: (inout [String]) -> T) -> T { list.withLock { body(&$0) } }
+    }
+
+    @Test("a stream's turn end runs once after each turn of the loop in which its outlet was given packets, after them; never for a stream not sent to")
+    func turnEnd() throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        let events = Events()
+        let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
+        let sent = recordingStream(on: server, events)
         _ = server.openStream(from: address, outlet: { _, _ in true }, turnEnd: { events.withLock { $0.append("other's turn end") } })
         for round in 0..<2 {
             let done = DispatchSemaphore(value: 0)
@@ -99,17 +116,10 @@ struct OSCServerStreamTests {
 
     @Test("a stream sent to and closed in the same turn has its turn end when it closes")
     func turnEndAtClose() throws {
-        var configuration = OSCServer.Configuration()
-        configuration.port = 0
-        let server = try OSCServer(configuration: configuration)
+        let server = try startedServer()
         defer { server.stop() }
-        server.start { _, _ in }
-        let events = Mutex<[String]>([])
-        let address = try #require(SocketAddress(host: "127.0.0.1", port: 4321))
-        let stream = server.openStream(from: address, outlet: { _, _ in
-            events.withLock { $0.append("packet") }
-            return true
-        }, turnEnd: { events.withLock { $0.append("turn end") } })
+        let events = Events()
+        let stream = recordingStream(on: server, events)
         let done = DispatchSemaphore(value: 0)
         server.execute {
             server.send([1], to: server.streamPeer(stream.id)!)
@@ -118,7 +128,7 @@ struct OSCServerStreamTests {
         }
         #expect(done.wait(timeout: .now() + 5) == .success)
         try waitUntil { events.withLock { $0.count } == 2 }
-        #expect(events.withLock { $0 } == ["packet", "turn end"])
+        #expect(events.withLock { $0 } == ["packet 1", "turn end"])
     }
 
     @Test("a stream that hands in thousands of packets at once shares the thread: a UDP packet sent meanwhile is handled before they are all done")
