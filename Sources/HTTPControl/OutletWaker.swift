@@ -1,5 +1,5 @@
+import Foundation
 import NIOCore
-import Synchronization
 
 /// Wakes the frame outlets of one event loop from other threads: the outlets woken while the loop
 /// has not yet run the last wake share one task. The OSC server's thread holds its wakes
@@ -11,7 +11,7 @@ import Synchronization
 /// gives is dropped and it stays marked scheduled (wakes nothing more), as nothing is left to wake.
 final class OutletWaker: Sendable {
     let eventLoop: any EventLoop
-    private let waiting = Mutex<(outlets: [NIOLoopBound<FrameOutlet>], scheduled: Bool, tasks: Int)>(([], false, 0))
+    private let waiting = Waiting()
 
     init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
@@ -73,4 +73,16 @@ final class OutletWaker: Sendable {
 
     /// Tasks given to the loop so far (for tests).
     var tasks: Int { waiting.withLock { $0.tasks } }
+}
+
+/// The outlets waiting for a task, under an NSLock (which ThreadSanitizer sees; it does not see
+/// Synchronization's Mutex on Linux and reports its state as raced).
+private final class Waiting: @unchecked Sendable {
+    // @unchecked: `state` is read and written only under `lock`.
+    private let lock = NSLock()
+    private var state: (outlets: [NIOLoopBound<FrameOutlet>], scheduled: Bool, tasks: Int) = ([], false, 0)
+
+    func withLock<T>(_ body: (inout (outlets: [NIOLoopBound<FrameOutlet>], scheduled: Bool, tasks: Int)) -> T) -> T {
+        lock.withLock { body(&state) }
+    }
 }
