@@ -77,11 +77,16 @@ struct FrameOutletTests {
         #expect(try written(channel) == [frame(0x1, [0x62])])
     }
 
-    @Test("outlets of one loop woken together share one task; each writes its own frames; woken again later, again one task")
-    func wokenTogether() throws {
+    /// Three outlets on channels of one loop, woken through one waker.
+    private func outletsOfOneLoop() throws -> (EmbeddedEventLoop, OutletWaker, [(EmbeddedChannel, OutboundQueue, StallCount)]) {
         let loop = EmbeddedEventLoop()
         let waker = OutletWaker(eventLoop: loop)
-        let outlets = try (0..<3).map { _ in try outletChannel(loop: loop, waker: waker) }
+        return (loop, waker, try (0..<3).map { _ in try outletChannel(loop: loop, waker: waker) })
+    }
+
+    @Test("outlets of one loop woken together share one task; each writes its own frames; woken again later, again one task")
+    func wokenTogether() throws {
+        let (loop, waker, outlets) = try outletsOfOneLoop()
         defer { for (channel, _, _) in outlets { _ = try? channel.finish() } }
         for round in 0..<2 {
             for (index, (_, queue, _)) in outlets.enumerated() { queue.push(.binary([UInt8(round), UInt8(index)]), conflatable: true) }
@@ -103,9 +108,7 @@ struct FrameOutletTests {
 
     @Test("pushes that wake later are held until the waker is flushed: then one task writes them all; a flush with nothing held gives no task")
     func heldUntilFlushed() throws {
-        let loop = EmbeddedEventLoop()
-        let waker = OutletWaker(eventLoop: loop)
-        let outlets = try (0..<3).map { _ in try outletChannel(loop: loop, waker: waker) }
+        let (loop, waker, outlets) = try outletsOfOneLoop()
         defer { for (channel, _, _) in outlets { _ = try? channel.finish() } }
         waker.flush()
         #expect(waker.tasks == 0)
