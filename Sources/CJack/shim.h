@@ -48,6 +48,13 @@ typedef struct {
 } CJackShims_DlInfo;
 extern int dladdr(const void *address, CJackShims_DlInfo *info);
 
+/// What the loaded libjack says it is (`jack_get_version_string`, optional in the API), or NULL:
+/// PipeWire's says "3.0.0.0 (using PipeWire 0.3.65)", JACK2's its version ("1.9.21").
+static inline const char *CJackShims_version_string(void) {
+    const char *(*const get)(void) = jack_get_version_string;
+    return get ? get() : NULL;
+}
+
 /// The file the loaded libjack came from (PipeWire's lives under .../pipewire-0.3/jack/), or NULL.
 static inline const char *CJackShims_library_path(void) {
     CJackShims_DlInfo info;

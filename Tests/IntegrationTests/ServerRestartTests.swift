@@ -172,6 +172,10 @@ struct ServerRestartTests {
             samples.append(rig.lastingResources())
         }
         #expect((((try rig.state())["engine"] as? [String: Any])?["reconnects"] as? Int) == 5)
+        // Each loss was told by the server's shutdown callback, not found by the watchdog (which
+        // would also bring the music back, 2 s later, and hide a callback that never came).
+        let told = rig.log.components(separatedBy: "the JACK server went away").count - 1
+        #expect(told == 5 && !rig.log.contains("stopped running the router's cycles"), "\(rig.log)")
         // Not growing: a thread or descriptor leaked per restart would add four between the first
         // sample and the last. libdispatch may keep a worker or two it started meanwhile parked for
         // a while (seen: 9, 9, 9, 10, 10), which is no leak.

@@ -1,4 +1,5 @@
 import Engine
+import CJack
 import Foundation
 import JackHost
 import JackTestSupport
@@ -48,6 +49,21 @@ struct JackClientTests {
         case .pipewire:
             #expect(JackLibrary.loaded == .pipewire)
             #expect(message.contains("start PipeWire") && !message.contains("jackd"), "\(message)")
+        }
+    }
+
+    @Test("which libjack is loaded is told by what it says it is, wherever it is installed; its file only when it says nothing")
+    func libraryIdentified() {
+        // PipeWire's libjack installed as the system's (Arch: /usr/lib/libjack.so.0), or linked over JACK2's.
+        #expect(JackLibrary.identify(version: "3.0.0.0 (using PipeWire 0.3.65)", file: "/usr/lib/libjack.so.0") == .pipewire)
+        #expect(JackLibrary.identify(version: "1.9.21", file: "/usr/lib/x86_64-linux-gnu/libjack.so.0") == .jack2)
+        #expect(JackLibrary.identify(version: nil, file: "/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0") == .pipewire)
+        #expect(JackLibrary.identify(version: nil, file: nil) == .jack2)
+        // And the library this process loaded says so itself.
+        let version = CJackShims_version_string().map { String(cString: $0) } ?? ""
+        switch JackServer.Implementation.current {
+        case .jackd: #expect(!version.contains("PipeWire") && JackLibrary.loaded == .jack2, "\(version)")
+        case .pipewire: #expect(version.contains("PipeWire") && JackLibrary.loaded == .pipewire, "\(version)")
         }
     }
 

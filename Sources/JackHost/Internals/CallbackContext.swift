@@ -19,7 +19,12 @@ final class CallbackContext: @unchecked Sendable {
     let setsLatencyLater = JackLibrary.loaded == .pipewire
     /// Every call of ours that PipeWire's libjack turns into work for its loop (setting a range,
     /// asking for a recompute) is made from this one queue: 0.3.65 queues that work in a ring
-    /// with room for one writer, so two threads of ours must never write at once.
+    /// with room for one writer, so two threads of ours must never write at once. What this
+    /// cannot rule out: PipeWire's own process thread writes that ring too, when the graph's
+    /// period or rate changes (0.3.65's check_buffer_frames, check_sample_rate), so a range set
+    /// at that very moment can race it inside libjack; and the latency fields of a port are
+    /// read by PipeWire's loop without a lock of ours. Nothing outside libjack can close that;
+    /// ranges are set only when ports change, rarely at a period change.
     private let latencySetter = DispatchQueue(label: "duckrouter.jack-latency")
 
     init(client: OpaquePointer, handler: @escaping @Sendable (JackEvent) -> Void) {
