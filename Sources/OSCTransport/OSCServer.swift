@@ -226,7 +226,7 @@ public final class OSCServer: @unchecked Sendable {
     // MARK: The loop
 
     private func run() {
-        var nextTick = OSCServer.nowMilliseconds() + Int64(tickMilliseconds)
+        var nextTick = OSCServer.tickAfter(OSCServer.nowMilliseconds(), every: Int64(tickMilliseconds))
         var streamsWaiting = false
         while running.load(ordering: .acquiring) {
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
@@ -264,7 +264,7 @@ public final class OSCServer: @unchecked Sendable {
             let now = OSCServer.nowMilliseconds()
             if now >= nextTick {
                 onTick()
-                nextTick = now + Int64(tickMilliseconds)
+                nextTick = OSCServer.tickAfter(now, every: Int64(tickMilliseconds))
             }
             endStreamTurn()
         }
@@ -519,6 +519,15 @@ public final class OSCServer: @unchecked Sendable {
     func newConnectionID() -> Int { nextConnection.add(1, ordering: .relaxed).oldValue }
 
     // MARK: Helpers
+
+    /// The next tick after `now`: ticks fall on multiples of the interval of the clock, not an
+    /// interval after the last one ran, so a late tick does not push every later one back. Timers
+    /// on a grid of their own (meters at 20 Hz are due every 50 ms of the clock) then run at the
+    /// same point of each interval, and the gaps between them stay even (they wandered by up to a
+    /// tick: bundles 32 ms apart were seen under load).
+    static func tickAfter(_ now: Int64, every interval: Int64) -> Int64 {
+        (now / interval + 1) * interval
+    }
 
     private static func nowMilliseconds() -> Int64 {
         var time = timespec()
