@@ -20,7 +20,7 @@ extension ControlServer {
             meterHistory.removeAll()
             return
         }
-        let now = Date().timeIntervalSince1970
+        let now = OSCServer.clockSeconds()
         guard meterTargets.contains(where: { now >= $0.nextMeter }) else { return }
         let latest = router.takePeaks()
         meterHistory.append((now, latest))
@@ -76,12 +76,15 @@ extension ControlServer {
         target.meterRate = rate
         // The first bundle at the first point of the rate's grid at least one interval away, so
         // it carries a whole interval's peaks; every later one on that grid.
-        target.lastMeter = Date().timeIntervalSince1970
+        target.lastMeter = OSCServer.clockSeconds()
         target.nextMeter = Self.nextMeterTime(after: target.lastMeter + 1 / rate, rate: rate)
         meterTargets.append(target)
     }
 
-    /// The first point of the grid of `rate` (multiples of its interval on the clock) after `time`.
+    /// The first point of the grid of `rate` (multiples of its interval on the OSC server's clock,
+    /// `OSCServer.clockSeconds`) after `time`. At 20 Hz each point is one of the server's ticks
+    /// (every 10 ms of the same clock), so a bundle goes out at the tick of its point, not up to
+    /// a tick after it depending on how the two clocks happen to lie.
     static func nextMeterTime(after time: Double, rate: Double) -> Double {
         ((time * rate).rounded(.down) + 1) / rate
     }

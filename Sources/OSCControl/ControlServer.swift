@@ -75,7 +75,7 @@ public final class ControlServer: @unchecked Sendable {
         /// last one went (its peaks are those of the ticks after it: `meterHistory`).
         var meterRate = 0.0
         var nextMeter = 0.0
-        var lastMeter = Date().timeIntervalSince1970
+        var lastMeter = OSCServer.clockSeconds()
         /// OSCQuery meter paths (`/app/<app>/meter`, `/route/<route>/meter`) listened to on a
         /// stream: it gets those as messages of their own paths instead of `/duckrouter/meter`
         /// (nil: an OSC `/meters` subscriber).

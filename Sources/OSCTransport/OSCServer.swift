@@ -529,6 +529,14 @@ public final class OSCServer: @unchecked Sendable {
         (now / interval + 1) * interval
     }
 
+    /// Seconds on the clock the ticks run on (CLOCK_MONOTONIC): timers that want to fall on a
+    /// tick (meters due on their grid) count on it, and no change of the wall clock moves them.
+    public static func clockSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
     private static func nowMilliseconds() -> Int64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)

@@ -222,6 +222,7 @@ struct OSCControlTests {
         // The last click's bundle may still be on its way.
         let deadline = Date().addingTimeInterval(2)
         while reportedClicks() < clicks && Date() < deadline { receive(timeout: 0.1) }
+        print(String(format: "meters: %d bundles in 3 s, gaps %.1f-%.1f ms", listened, (gaps.min() ?? 0) * 1000, (gaps.max() ?? 0) * 1000))
         #expect((50...62).contains(listened), "\(listened) bundles in 3 s")
         #expect(gaps.allSatisfy { $0 > 0.040 }, "never faster than 20 Hz: shortest gap \(gaps.min() ?? 0) s")
         #expect(musicLeft.count == arrivals.count && speakerRight.count == arrivals.count)
