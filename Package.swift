@@ -132,7 +132,7 @@ let package = Package(
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "RouterCoreTests", dependencies: ["RouterCore", "Engine", "Policy", "SessionStore"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
-        .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport"]),
+        .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport", "CAllocCounter"]),
         .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),
         .testTarget(name: "HTTPControlTests", dependencies: [
             "HTTPControl", "OSCTransport", "Policy",

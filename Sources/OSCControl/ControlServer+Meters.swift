@@ -34,13 +34,13 @@ extension ControlServer {
             var group = merged[since] ?? (Self.peaks(in: meterHistory, after: since), nil)
             let levels = { [peaks = group.peaks] (meter: PeakMeter) in
                 ((peaks.isEmpty ? nil : peaks["\(meter.kind.rawValue)/\(meter.name)"]) ?? meter.peaks)
-                    .map { OSCArgument.float(max(Decibels.level($0), Decibels.floor)) }
+                    .map { max(Decibels.level($0), Decibels.floor) }
             }
             let bytes: [UInt8]
             if let paths = target.meterPaths {
                 let messages = latest.compactMap { meter -> OSCMessage? in
                     let path = "/\(meter.kind.rawValue)/\(meter.name)/meter"
-                    return paths.contains(path) ? OSCMessage(path, levels(meter)) : nil
+                    return paths.contains(path) ? OSCMessage(path, levels(meter).map(OSCArgument.float)) : nil
                 }
                 // Listened meters whose apps are gone (until they come back): nothing to send.
                 if messages.isEmpty {
@@ -49,11 +49,7 @@ extension ControlServer {
                 }
                 bytes = OSCCodec.encodeBundle(messages)
             } else {
-                if group.plain == nil {
-                    group.plain = OSCCodec.encodeBundle(latest.map { meter in
-                        OSCMessage("/duckrouter/meter", [.string(meter.kind.rawValue), .string(meter.name)] + levels(meter))
-                    })
-                }
+                if group.plain == nil { group.plain = plainMeterBundle(latest, levels: levels) }
                 bytes = group.plain!
             }
             merged[since] = group
@@ -67,6 +63,29 @@ extension ControlServer {
         // Ticks every subscriber has had.
         let oldest = meterTargets.map(\.lastMeter).min() ?? now
         meterHistory.removeAll { $0.time <= oldest }
+    }
+
+    /// The bundle of one `/duckrouter/meter <kind> <name> <dBFS per channel…>` message per meter,
+    /// written into the layout made for these meters (`OSCFloatBundle`), which is made again only
+    /// when the meters change (an app comes or goes, a channel count changes).
+    func plainMeterBundle(_ meters: [PeakMeter], levels: (PeakMeter) -> [Float]) -> [UInt8] {
+        var values: [Float] = []
+        values.reserveCapacity(meterBundle?.floatCount ?? 0)
+        var same = meterBundle?.shapes.count == meters.count
+        for (index, meter) in meters.enumerated() {
+            let channels = levels(meter)
+            values += channels
+            if same, let shape = meterBundle?.shapes[index] {
+                same = shape.floats == channels.count && shape.strings.count == 2
+                    && shape.strings[0] == meter.kind.rawValue && shape.strings[1] == meter.name
+            }
+        }
+        if !same {
+            meterBundle = OSCFloatBundle(meters.map { meter in
+                OSCFloatBundle.Shape(address: "/duckrouter/meter", strings: [meter.kind.rawValue, meter.name], floats: levels(meter).count)
+            })
+        }
+        return meterBundle!.encode(values)
     }
 
     /// Starts sending `target` meters at `rate` Hz.

@@ -98,6 +98,8 @@ public final class ControlServer: @unchecked Sendable {
     var meterTargets: [Target] = []
     /// Each tick's peaks, since the oldest a meter subscriber has not had yet.
     var meterHistory: [(time: Double, meters: [PeakMeter])] = []
+    /// The `/duckrouter/meter` bundle laid out for the meters there are (made again when they change).
+    var meterBundle: OSCFloatBundle?
     private var malformed = 0
     private var lastMalformedLog = 0.0
     /// Counters for `/state` and tests.
