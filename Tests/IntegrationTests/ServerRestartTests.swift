@@ -219,4 +219,24 @@ struct ServerRestartTests {
         }
         #expect(rig.daemon.isRunning)
     }
+
+    @Test("stopped while the frozen server it gave up still holds the client's close: the daemon saves, exits 0 within a few seconds, and does not crash")
+    func stopUnderFrozenServer() throws {
+        let rig = try RestartRig()
+        #expect(try rig.ask("/app/music/volume", [.float(0.55)])?.path == "/reply")
+        rig.server.suspend()
+        defer { rig.server.resume() }
+        try waitFor("the router to give the frozen server up", timeout: 6) {
+            ((try? rig.state())?["engine"] as? [String: Any])?["jack"] as? String == "disconnected"
+        }
+        let asked = Date()
+        kill(rig.daemon.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(8)
+        while rig.daemon.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(!rig.daemon.isRunning, "still running 8 s after SIGTERM\n\(rig.log)")
+        guard !rig.daemon.isRunning else { return }
+        print(String(format: "stopUnderFrozenServer: exited %.2f s after SIGTERM, status %d", Date().timeIntervalSince(asked), rig.daemon.terminationStatus))
+        #expect(rig.daemon.terminationReason == .exit && rig.daemon.terminationStatus == 0, "\(rig.log)")
+        #expect(rig.log.contains("stopping"), "\(rig.log)")
+    }
 }
