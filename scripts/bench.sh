@@ -11,7 +11,9 @@
 # alternating RUNS times: the router's whole CPU and its process callback's mean / p99 / max
 # (scripts/proctime.c), and the frames the clients got; after each run, the floor: a C program
 # (scripts/ws-floor.c) writing only as many frames of the meters' size to as many readers, what
-# the kernel's loopback delivery costs any sender. websocket.md.
+# the kernel's loopback delivery costs any sender. websocket.md; and each thread's CPU in both
+# windows by name (the HTTP server's event loop NIO-ELT-*, duckrouter.osc, the control queue's
+# dispatch workers, JACK's thread under the process name): websocket-threads.txt.
 # denormals: the Swift kernel on normal and subnormal signals with flush-to-zero/denormals-are-zero
 # off and on, and the engine's whole cycle (duckbench --denormals; DENORMAL_RUNS, default 21).
 # scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
@@ -183,6 +185,14 @@ start_feeder() {
     sleep 1
 }
 
+# Each thread of a process: "tid:name ns" (its CPU time so far), one a line.
+thread_ns() { for t in /proc/"$1"/task/*; do echo "$(basename "$t"):$(tr ' ' _ < "$t/comm" 2>/dev/null) $(awk '{ print $1 }' "$t/schedstat" 2>/dev/null)"; done; }
+# From two thread_ns snapshots ($1, $2) taken $3 seconds apart: ms of CPU a second by thread
+# name (threads of one name added up), the busiest first, those over 0.1 ms/s.
+thread_rates() {
+    join <(sort "$1") <(sort "$2") | awk -v s="$3" '{ split($1, id, ":"); ms[id[2]] += ($3 - $2) / 1e6 / s }
+        END { for (n in ms) if (ms[n] > 0.1) printf "%s %.1f\n", n, ms[n] }' | sort -k2 -nr | awk '{ printf "%s%s %s ms/s", (NR > 1 ? ", " : ""), $1, $2 }'
+}
 # CPU time of every thread of a process, in nanoseconds.
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
 
@@ -424,6 +434,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 alone=(); with=(); alone_p99=(); with_p99=(); received=(); floors=()
+: > "$out/websocket-threads.txt"
 gcc -O2 -Wall -o "$out/ws-floor" scripts/ws-floor.c
 floorport=$(( httpport + 2 ))
 {
@@ -431,7 +442,9 @@ echo "| run | alone: CPU µs per cycle | callback mean / p99 / max µs | with $c
 echo "|---|---|---|---|---|---|---|"
 } > "$out/websocket.md"
 for run in $(seq "$runs"); do
+    thread_ns "$router" > "$out/ws-threads-a0"; t0=$(date +%s.%N)
     read -r _ a_mean a_p99 a_max a_cpu < <(timed_window "$out/proctime-ws.txt" "$router")
+    thread_ns "$router" > "$out/ws-threads-a1"; a_threads=$(thread_rates "$out/ws-threads-a0" "$out/ws-threads-a1" "$(python3 -c "print($(date +%s.%N) - $t0)")")
     listeners=()
     for k in $(seq "$clients"); do
         python3 scripts/ws-listener.py 127.0.0.1 "$httpport" "$out/ws-listener-$k.txt" &
@@ -447,7 +460,9 @@ for run in $(seq "$runs"); do
         echo "bench: the WebSocket clients did not all get their values and meters within 60 s" >&2
         exit 1
     fi
+    thread_ns "$router" > "$out/ws-threads-w0"; t0=$(date +%s.%N)
     read -r _ w_mean w_p99 w_max w_cpu < <(timed_window "$out/proctime-ws.txt" "$router")
+    thread_ns "$router" > "$out/ws-threads-w1"; w_threads=$(thread_rates "$out/ws-threads-w0" "$out/ws-threads-w1" "$(python3 -c "print($(date +%s.%N) - $t0)")")
     for pid in "${listeners[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; done
     rate_per_client=$(cat "$out"/ws-listener-*.txt | awk '{ f += $1; s += $2 } END { if (s > 0) printf "%.1f", f / s; else print "?" }')
     frame_bytes=$(cat "$out"/ws-listener-*.txt | awk '$3 > m { m = $3 } END { print (m >= 126 ? m : 126) }')
@@ -473,7 +488,10 @@ while s.recv(65536):
     f_cpu=$(cpu_per_cycle "$floor" "$scale_seconds")
     kill "$floor" "${readers[@]}" 2>/dev/null; wait "$floor" "${readers[@]}" 2>/dev/null || true
     echo "run $run: alone $a_cpu µs/cycle (callback $a_mean / $a_p99 / $a_max µs), with $clients clients $w_cpu µs/cycle (callback $w_mean / $w_p99 / $w_max µs), $rate_per_client frames/s per client; the floor (ws-floor, $frame_bytes-byte frames) $f_cpu µs/cycle"
+    echo "  threads alone: $a_threads"
+    echo "  threads with $clients clients: $w_threads"
     echo "| $run | $a_cpu | $a_mean / $a_p99 / $a_max | $w_cpu | $w_mean / $w_p99 / $w_max | $rate_per_client | $f_cpu |" >> "$out/websocket.md"
+    echo "$run | alone: $a_threads | with: $w_threads" >> "$out/websocket-threads.txt"
     alone+=("$a_cpu"); with+=("$w_cpu"); alone_p99+=("$a_p99"); with_p99+=("$w_p99"); received+=("$rate_per_client"); floors+=("$f_cpu")
 done
 kill -INT "$router"; wait "$router" || true

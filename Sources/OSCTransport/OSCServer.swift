@@ -180,6 +180,14 @@ public final class OSCServer: @unchecked Sendable {
         self.tickMilliseconds = Int32(max(1, tickMilliseconds))
         running.store(true, ordering: .releasing)
         let thread = Thread { [self] in
+            // Foundation's name is not the kernel's on Linux: this one shows in top -H, ps and
+            // /proc/<pid>/task/*/comm (make bench's per-thread figures read it there).
+            // (pthread_setname_np is a GNU extension Glibc's module does not show; this is what it does.)
+            let comm = open("/proc/thread-self/comm", O_WRONLY)
+            if comm >= 0 {
+                _ = write(comm, "duckrouter.osc", 14)
+                Glibc.close(comm)
+            }
             run()
             finished.store(true, ordering: .releasing)
         }
