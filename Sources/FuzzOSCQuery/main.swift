@@ -18,7 +18,7 @@ func fuzzOSCQuery(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     // The first line as Host, the rest as Origin.
     let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-    _ = WebSocketOrigin.refusal(host: lines.first, origin: lines.count > 1 ? lines[1] : nil, machineNames: ["rig"])
+    _ = OriginCheck.refusal(host: lines.first, origin: lines.count > 1 ? lines[1] : nil, machineNames: ["rig"])
     return 0
 }
 

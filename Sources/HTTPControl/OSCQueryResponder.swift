@@ -51,7 +51,7 @@ struct OSCQueryResponder: HTTPResponder {
             return text(.contentTooLarge, "request bodies are limited to \(configuration.maximumBodyBytes) bytes")
         }
         // A name that is not this machine's: a page from elsewhere rebound to our address.
-        if let host = request.head.authority, let refusal = WebSocketOrigin.hostRefusal(host, machineNames: WebSocketOrigin.machineNames) {
+        if let host = request.head.authority, let refusal = OriginCheck.hostRefusal(host, machineNames: OriginCheck.machineNames) {
             return text(.forbidden, refusal)
         }
         guard request.method == .get || request.method == .head else {

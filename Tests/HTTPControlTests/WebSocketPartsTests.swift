@@ -27,7 +27,7 @@ struct WebSocketPartsTests {
     @Test("a WebSocket is refused to another site's page and to a Host that is not this machine's; programs without Origin and the router's own page pass")
     func origins() {
         let names = ["rig"]
-        func refused(_ host: String?, _ origin: String?) -> Bool { WebSocketOrigin.refusal(host: host, origin: origin, machineNames: names) != nil }
+        func refused(_ host: String?, _ origin: String?) -> Bool { OriginCheck.refusal(host: host, origin: origin, machineNames: names) != nil }
         #expect(!refused("127.0.0.1:9952", nil))
         #expect(!refused("127.0.0.1:9952", "http://127.0.0.1:9952"))
         #expect(!refused("localhost:9952", "http://localhost:9952"))
