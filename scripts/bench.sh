@@ -186,11 +186,13 @@ start_feeder() {
 }
 
 # Each thread of a process: "tid:name ns" (its CPU time so far), one a line.
-thread_ns() { for t in /proc/"$1"/task/*; do echo "$(basename "$t"):$(tr ' ' _ < "$t/comm" 2>/dev/null) $(awk '{ print $1 }' "$t/schedstat" 2>/dev/null)"; done; }
+thread_ns() { for t in /proc/"$1"/task/*; do echo "$(basename "$t"):$({ tr ' ' _ < "$t/comm"; } 2>/dev/null) $({ awk '{ print $1 }' "$t/schedstat"; } 2>/dev/null)"; done; }
 # From two thread_ns snapshots ($1, $2) taken $3 seconds apart: ms of CPU a second by thread
-# name (threads of one name added up), the busiest first, those over 0.1 ms/s.
+# name (threads of one name added up), the busiest first, those over 0.1 ms/s. Threads that came
+# or went between the two are left out. Over the whole of timed_window (its settling included),
+# so not quite the window of the process's µs per cycle.
 thread_rates() {
-    join <(sort "$1") <(sort "$2") | awk -v s="$3" '{ split($1, id, ":"); ms[id[2]] += ($3 - $2) / 1e6 / s }
+    LC_ALL=C join --nocheck-order <(LC_ALL=C sort "$1") <(LC_ALL=C sort "$2") | awk -v s="$3" '{ split($1, id, ":"); ms[id[2]] += ($3 - $2) / 1e6 / s }
         END { for (n in ms) if (ms[n] > 0.1) printf "%s %.1f\n", n, ms[n] }' | sort -k2 -nr | awk '{ printf "%s%s %s ms/s", (NR > 1 ? ", " : ""), $1, $2 }'
 }
 # CPU time of every thread of a process, in nanoseconds.

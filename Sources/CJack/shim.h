@@ -49,9 +49,13 @@ typedef struct {
 extern int dladdr(const void *address, CJackShims_DlInfo *info);
 
 /// What the loaded libjack says it is (`jack_get_version_string`, optional in the API), or NULL:
-/// PipeWire's says "3.0.0.0 (using PipeWire 0.3.65)", JACK2's its version ("1.9.21").
+/// PipeWire's says "3.0.0.0 (using PipeWire 0.3.65)", JACK2's its version ("1.9.21"). Looked up
+/// at run time (dlsym with glibc's RTLD_DEFAULT, 0), so a libjack without it still loads: jack.h's
+/// JACK_OPTIONAL_WEAK_EXPORT is empty unless weakjack.h is used, and a weak redeclaration here
+/// does not reach Swift's code generation (the binary still needed the symbol).
+extern void *dlsym(void *handle, const char *symbol);
 static inline const char *CJackShims_version_string(void) {
-    const char *(*const get)(void) = jack_get_version_string;
+    const char *(*get)(void) = (const char *(*)(void))dlsym((void *)0, "jack_get_version_string");
     return get ? get() : NULL;
 }
 

@@ -143,26 +143,36 @@ extension Rig {
 /// On a shared machine a JACK cycle can be missed (an xrun); the recorder then reads a stale
 /// buffer for that cycle. So: a take without xruns must match everywhere; a take with xruns must
 /// match in every cycle but at most two per xrun (a real fault spoils every cycle, not a few).
+/// Xruns are those the server reported (`xruns`) and the cycles the recorder saw missed.
 func expectSameAudio(_ actual: [Float], _ expected: [Float], take: Recording, xruns: Int,
                      tolerance: Float = 1e-6, _ label: String = "",
                      sourceLocation: SourceLocation = #_sourceLocation) {
     let starts = take.cycleStarts.map(\.index) + [actual.count]
     var total = 0
     var spoiled = 0
+    var which: [Int] = []
     for (start, end) in zip(starts, starts.dropFirst()) where end > start {
         total += 1
-        if largestDifference(Array(actual[start..<end]), Array(expected[start..<end])) >= tolerance { spoiled += 1 }
+        if largestDifference(Array(actual[start..<end]), Array(expected[start..<end])) >= tolerance {
+            spoiled += 1
+            which.append(total - 1)
+        }
     }
     #expect(total > 0, "\(label): no cycles recorded", sourceLocation: sourceLocation)
+    // Cycles the recorder missed (its frame time jumped) are xruns too, whether or not the server
+    // says so: PipeWire 0.3.65 does not tell JACK clients of its own, and at 64-128 frames on a
+    // loaded machine the spoiled cycles fall on or beside such gaps.
+    let missed = take.gaps.count
+    let xruns = xruns + missed
     if xruns == 0 {
         #expect(largestDifference(actual, expected) < tolerance,
-                "\(label): \(spoiled) of \(total) cycles differ without any xrun", sourceLocation: sourceLocation)
+                "\(label): \(spoiled) of \(total) cycles differ without any xrun (cycles \(which.prefix(10)) of the take; the recorder missed cycles at \(take.gaps.prefix(10).map { i in take.cycleStarts.firstIndex { $0.index == i } ?? -1 }))", sourceLocation: sourceLocation)
     } else {
         // Under ThreadSanitizer xruns are the rule: every spoiled cycle must still be explained by
         // one, but more than a quarter may be spoiled (never all).
         let enoughClean = ThreadSanitizer.isActive ? spoiled < total : spoiled * 4 <= total
         #expect(spoiled <= 2 * xruns && enoughClean,
-                "\(label): \(spoiled) of \(total) cycles differ, \(xruns) xruns", sourceLocation: sourceLocation)
+                "\(label): \(spoiled) of \(total) cycles differ, \(xruns) xruns (\(missed) of them cycles the recorder missed)", sourceLocation: sourceLocation)
     }
 }
 
