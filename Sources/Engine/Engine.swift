@@ -86,6 +86,7 @@ public final class Engine {
     public func setFrameClock(_ clock: @escaping FrameClockFunction, argument: UnsafeMutableRawPointer) {
         core.pointee.frameClock = clock
         core.pointee.frameClockArgument = argument
+        core.pointee.lastCycleEnd = nil
     }
 
     /// The argument to register with `engineProcessCallback`.
@@ -258,7 +259,8 @@ public final class Engine {
                    cycles: core.pointee.cycles.load(ordering: .acquiring),
                    nonFiniteInputBuffers: core.pointee.nonFiniteInputBuffers.load(ordering: .relaxed),
                    nonFiniteOutputBuffers: core.pointee.nonFiniteOutputBuffers.load(ordering: .relaxed),
-                   oversizedCycles: core.pointee.oversizedCycles.load(ordering: .relaxed))
+                   oversizedCycles: core.pointee.oversizedCycles.load(ordering: .relaxed),
+                   missedCycles: core.pointee.missedCycles.load(ordering: .relaxed))
     }
 
     public struct Statistics: Sendable, Equatable {
@@ -267,6 +269,8 @@ public final class Engine {
         public var nonFiniteInputBuffers: UInt64
         public var nonFiniteOutputBuffers: UInt64
         public var oversizedCycles: UInt64
+        /// Cycles the frame clock went past without running the engine (see `EngineCore`).
+        public var missedCycles: UInt64
     }
 
     /// Runs one process cycle on the calling thread. For tests and benchmarks that drive the

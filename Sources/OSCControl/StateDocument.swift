@@ -115,6 +115,7 @@ struct StateDocument: Encodable {
         var planQueueFull: Int
         var cycles: UInt64
         var xruns: Int
+        var missedCycles: UInt64
         var publishedPlan: UInt64
         var adoptedPlan: UInt64
         var cells: Int
@@ -170,7 +171,7 @@ struct StateDocument: Encodable {
                                 reconnects: status.reconnects,
                                 processTime: ProcessTime(status.processTime, budget: budget),
                                 recentProcessTime: ProcessTime(status.recentProcessTime, budget: budget),
-                                planQueueFull: status.planQueueFull, cycles: status.cycles, xruns: status.xruns, publishedPlan: status.publishedPlan,
+                                planQueueFull: status.planQueueFull, cycles: status.cycles, xruns: status.xruns, missedCycles: status.missedCycles, publishedPlan: status.publishedPlan,
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
                                 saveRequests: status.saveRequests,
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),

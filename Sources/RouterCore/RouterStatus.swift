@@ -66,6 +66,9 @@ public struct RouterStatus: Sendable, Equatable {
     public var cells: Int
     public var cycles: UInt64
     public var xruns: Int
+    /// Cycles JACK's frame clock went past without running the router's callback: xruns the
+    /// server may not report (PipeWire 0.3.65 reports none to JACK clients).
+    public var missedCycles: UInt64
     public var nonFiniteInputBuffers: UInt64
 }
 

@@ -156,14 +156,15 @@ final class OSCRig {
         return try #require(object?["settings"] as? [String: Any])
     }
 
-    /// The xruns the router has counted (`/state` engine.xruns).
+    /// The xruns the router has counted (`/state` engine.xruns), and the cycles it saw missed
+    /// (engine.missedCycles: the xruns PipeWire does not report).
     func xruns() throws -> Int {
         let reply = try #require(try query("/state", transport: .tcp))
         guard case let .string(json) = reply.arguments[1],
               let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
               let engine = object["engine"] as? [String: Any], let xruns = engine["xruns"] as? Int
         else { throw Unexpected(description: "\(reply)") }
-        return xruns
+        return xruns + (engine["missedCycles"] as? Int ?? 0)
     }
 
     /// Plays DC levels (music, game) and lets ramps settle.

@@ -131,19 +131,14 @@ func waitFor(_ what: String, timeout: Double = 5, _ condition: () -> Bool) throw
 
 extension Rig {
     /// Runs `body` and returns its result with the xruns meanwhile: those JACK told the router
-    /// of, and the cycles the router missed (JACK's frame time moved on by more periods than the
-    /// router ran cycles, one period of slack). PipeWire 0.3.65 tells JACK clients of no xrun, and
-    /// a router that misses a cycle there leaves the recorder a buffer it did not fill (a step in
-    /// a ramp, a cycle that differs) while the recorder itself sees no gap.
+    /// of, and the cycles the router saw missed (`missedCycles`: its frame clock moved past it).
+    /// PipeWire 0.3.65 tells JACK clients of no xrun, and a router that misses a cycle there
+    /// leaves the recorder a buffer it did not fill (a step in a ramp, a cycle that differs).
     func countingXruns<T>(_ body: () throws -> T) rethrows -> (T, xruns: Int) {
         let before = router!.status()
-        let startFrame = recorder.client.frameTime
         let result = try body()
-        let endFrame = recorder.client.frameTime
         let after = router!.status()
-        let periods = Int(endFrame &- startFrame) / max(1, after.bufferSize)
-        let missed = max(0, periods - Int(after.cycles - before.cycles) - 1)
-        return (result, after.xruns - before.xruns + missed)
+        return (result, after.xruns - before.xruns + Int(after.missedCycles - before.missedCycles))
     }
 }
 

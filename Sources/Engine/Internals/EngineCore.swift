@@ -35,6 +35,8 @@ struct EngineCore: ~Copyable {
     /// The frame clock (JACK's `jack_last_frame_time`) and its argument; nil: count processed frames.
     var frameClock: FrameClockFunction?
     var frameClockArgument: UnsafeMutableRawPointer?
+    /// Where the last cycle on the frame clock ended (audio thread), if one ran since the clock was set.
+    var lastCycleEnd: UInt32?
 
     var plan: UnsafeMutablePointer<MixPlan>?      // audio thread
     var meter: UnsafeMutablePointer<MeterBlock>?  // audio thread
@@ -45,6 +47,10 @@ struct EngineCore: ~Copyable {
     let nonFiniteInputBuffers = Atomic<UInt64>(0)
     let nonFiniteOutputBuffers = Atomic<UInt64>(0)
     let oversizedCycles = Atomic<UInt64>(0)
+    /// Cycles the frame clock moved past without running this engine (a cycle began further on
+    /// than the last one ended): xruns, whether or not the server reports them (PipeWire 0.3.65
+    /// reports none to JACK clients).
+    let missedCycles = Atomic<UInt64>(0)
     /// Cycle times lost because the control thread did not empty `timings` in time.
     let timingsDropped = Atomic<UInt64>(0)
     let levelsDropped = Atomic<UInt64>(0)
@@ -130,6 +136,12 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
     if let clock = core.pointee.frameClock {
         let argument = core.pointee.frameClockArgument
         cycleStart = _unsafePerformance { clock(argument) }
+        // A later start than the last cycle's end (within half the clock's range: not an older
+        // one) means cycles went by without this engine.
+        if let end = core.pointee.lastCycleEnd, cycleStart != end, cycleStart &- end < 0x8000_0000 {
+            _ = core.pointee.missedCycles.add(1, ordering: .relaxed)
+        }
+        core.pointee.lastCycleEnd = cycleStart &+ UInt32(truncatingIfNeeded: frames)
     } else {
         cycleStart = UInt32(truncatingIfNeeded: core.pointee.processedFrames.load(ordering: .relaxed))
     }
