@@ -145,9 +145,5 @@ public final class OSCClient {
         }
     }
 
-    static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    static func now() -> Double { OSCServer.clockSeconds() }
 }

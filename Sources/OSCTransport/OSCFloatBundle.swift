@@ -39,7 +39,8 @@ public struct OSCFloatBundle: Sendable {
                 offsets.append(bytes.count)
                 bytes += [0, 0, 0, 0]
             }
-            Self.write(UInt32(bytes.count - sizeAt - 4), at: sizeAt, in: &bytes)
+            let size = UInt32(bytes.count - sizeAt - 4)
+            bytes.withUnsafeMutableBufferPointer { Self.write(size, at: sizeAt, in: $0) }
         }
         layout = bytes
         self.offsets = offsets
@@ -57,11 +58,7 @@ public struct OSCFloatBundle: Sendable {
                 floats.withUnsafeBufferPointer { values in
                     var index = 0
                     while index < at.count && index < values.count {
-                        let value = values[index].bitPattern, offset = at[index]
-                        out[offset] = UInt8(truncatingIfNeeded: value >> 24)
-                        out[offset + 1] = UInt8(truncatingIfNeeded: value >> 16)
-                        out[offset + 2] = UInt8(truncatingIfNeeded: value >> 8)
-                        out[offset + 3] = UInt8(truncatingIfNeeded: value)
+                        Self.write(values[index].bitPattern, at: at[index], in: out)
                         index += 1
                     }
                 }
@@ -76,7 +73,8 @@ public struct OSCFloatBundle: Sendable {
         while bytes.count % 4 != 0 { bytes.append(0) }
     }
 
-    private static func write(_ value: UInt32, at offset: Int, in bytes: inout [UInt8]) {
+    /// Big-endian, as OSC has every number (no allocation, also in a debug build).
+    private static func write(_ value: UInt32, at offset: Int, in bytes: UnsafeMutableBufferPointer<UInt8>) {
         bytes[offset] = UInt8(truncatingIfNeeded: value >> 24)
         bytes[offset + 1] = UInt8(truncatingIfNeeded: value >> 16)
         bytes[offset + 2] = UInt8(truncatingIfNeeded: value >> 8)
