@@ -61,7 +61,10 @@ struct DuckSoak: ParsableCommand {
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ducksoak-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        // Kept when the run fails: the daemon's whole log (a crash report runs to hundreds of
+        // lines) and its state file are the evidence.
+        var keepFolder = false
+        defer { if !keepFolder { try? FileManager.default.removeItem(at: folder) } }
         let port = try OSCPorts.free()
         let session = folder.appendingPathComponent("soak.json")
         let stateFile = folder.appendingPathComponent("soak.state.json")
@@ -91,6 +94,10 @@ struct DuckSoak: ParsableCommand {
         defer { try? log.close() }
         daemon.standardError = log
         daemon.standardOutput = FileHandle.nullDevice
+        // A crash is reported whole, to the log, without waiting for a debugger to attach.
+        var environment = ProcessInfo.processInfo.environment
+        if environment["SWIFT_BACKTRACE"] == nil { environment["SWIFT_BACKTRACE"] = "enable=yes,interactive=no,output-to=stderr,threads=all" }
+        daemon.environment = environment
         try daemon.run()
         defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
         let pid = daemon.processIdentifier
@@ -263,9 +270,23 @@ struct DuckSoak: ParsableCommand {
         }
         if !stalls.isEmpty { print("the daemon's threads at the first unanswered /state:\n" + stalls) }
         if !failures.isEmpty {
-            print("duckrouter's log (last 40 lines):\n" + text(logFile).split(separator: "\n").suffix(40).joined(separator: "\n"))
+            keepFolder = true
+            print(Self.logExcerpt(text(logFile)))
+            print("the daemon's log, session and state file are kept in \(folder.path)")
             throw ExitCode(1)
         }
+    }
+
+    /// What of the daemon's log to print: a crash report whole (the crashed thread's frames come
+    /// first, then registers and a long list of images), else its last 40 lines.
+    static func logExcerpt(_ log: String) -> String {
+        let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
+        if let crash = lines.firstIndex(where: { $0.contains("Program crashed") }) {
+            let before = lines[..<crash].suffix(20), report = lines[crash...].prefix(150)
+            return "duckrouter's log, the 20 lines before its crash report and the report:\n"
+                + (before + report).joined(separator: "\n")
+        }
+        return "duckrouter's log (last 40 lines):\n" + lines.suffix(40).joined(separator: "\n")
     }
 
     enum Expectation { case reply, error, any }

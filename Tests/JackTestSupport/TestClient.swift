@@ -70,9 +70,19 @@ public final class TestClient: @unchecked Sendable {
         let storage = UnsafeMutablePointer<Float>.allocate(capacity: max(samples.count, 1))
         storage.initialize(repeating: 0, count: max(samples.count, 1))
         samples.withUnsafeBufferPointer { storage.update(from: $0.baseAddress!, count: $0.count) }
-        table.initialize(to: Table(samples: storage, count: max(samples.count, 1), fromStart: fromStart))
+        table.initialize(to: Table(samples: storage, count: max(samples.count, 1), fromStart: fromStart,
+                                   serial: UInt32(tables.count + 1)))
         tables.append(table)
         state.pointee.tables[output].store(UInt(bitPattern: table), ordering: .releasing)
+    }
+
+    /// The JACK frame time of the cycle in which output `output` began playing the signal last
+    /// set on it (nil until it has): where a change took effect, on the clock recordings carry.
+    public func signalStartFrame(output: Int) -> UInt32? {
+        let started = state.pointee.started[output].load(ordering: .acquiring)
+        let current = UnsafeMutablePointer<Table>(bitPattern: state.pointee.tables[output].load(ordering: .acquiring))
+        guard let current, started >> 32 == UInt64(current.pointee.serial) else { return nil }
+        return UInt32(truncatingIfNeeded: started)
     }
 
     /// For the next `cycles` cycles, output 0 carries a NaN, a +Inf and a -Inf among its samples.
@@ -124,6 +134,8 @@ public final class TestClient: @unchecked Sendable {
         var samples: UnsafeMutablePointer<Float>
         var count: Int
         var fromStart: Bool
+        /// 1 for the first table set on this client, 2 for the next, … (any output).
+        var serial: UInt32
     }
 
     struct State: ~Copyable {
@@ -136,6 +148,9 @@ public final class TestClient: @unchecked Sendable {
         let positions: UnsafeMutablePointer<Int>
         /// The table each output played last cycle (process thread only).
         let playing: UnsafeMutablePointer<UInt>
+        /// Per output, the serial of the table it plays (high 32 bits) and the frame time of the
+        /// cycle it began in (low 32 bits): one word, so never one table's serial with another's frame.
+        let started: UnsafeMutablePointer<Atomic<UInt64>>
         let record: UnsafeMutablePointer<Float>
         let recordCapacity: Int
         let cycleIndex: UnsafeMutablePointer<Int>
@@ -161,6 +176,8 @@ public final class TestClient: @unchecked Sendable {
             positions.initialize(repeating: 0, count: max(outputs.count, 1))
             playing = .allocate(capacity: max(outputs.count, 1))
             playing.initialize(repeating: 0, count: max(outputs.count, 1))
+            started = .allocate(capacity: max(outputs.count, 1))
+            for i in 0..<max(outputs.count, 1) { (started + i).initialize(to: Atomic<UInt64>(0)) }
             self.recordCapacity = recordCapacity
             record = .allocate(capacity: max(inputs.count, 1) * recordCapacity)
             record.initialize(repeating: 0, count: max(inputs.count, 1) * recordCapacity)
@@ -172,7 +189,7 @@ public final class TestClient: @unchecked Sendable {
         }
 
         func deallocate() {
-            outputPorts.deallocate(); inputPorts.deallocate(); tables.deallocate(); positions.deallocate(); playing.deallocate()
+            outputPorts.deallocate(); inputPorts.deallocate(); tables.deallocate(); positions.deallocate(); playing.deallocate(); started.deallocate()
             record.deallocate(); cycleIndex.deallocate(); cycleFrameTime.deallocate()
         }
     }
@@ -190,6 +207,16 @@ public struct Recording: Sendable {
     public func frameTime(at index: Int) -> UInt32? {
         guard let cycle = cycleStarts.last(where: { $0.index <= index }) else { return nil }
         return cycle.frameTime &+ UInt32(index - cycle.index)
+    }
+
+    /// The samples of `channel` whose JACK frame time lies in `start ..< start + frames` (fewer
+    /// than `frames` when the recorder missed cycles there or the take did not reach that far).
+    public func samples(_ channel: Int, fromFrame start: UInt32, frames: Int) -> [Float] {
+        channels[channel].indices.compactMap { index in
+            guard let time = frameTime(at: index) else { return nil }
+            let offset = Int32(bitPattern: time &- start)
+            return offset >= 0 && Int(offset) < frames ? channels[channel][index] : nil
+        }
     }
 
     /// Sample indices where a cycle was missed by the recorder (the frame time jumped by more than
@@ -213,6 +240,8 @@ private let testClientProcess: JackClient.ProcessCallback = { frames, argument i
         if let table = UnsafeMutablePointer<TestClient.Table>(bitPattern: bits) {
             if state.pointee.playing[o] != bits {
                 state.pointee.playing[o] = bits
+                let frame = JackClient.cycleStartFrame(state.pointee.client)
+                state.pointee.started[o].store(UInt64(table.pointee.serial) << 32 | UInt64(frame), ordering: .releasing)
                 if table.pointee.fromStart { state.pointee.positions[o] = 0 }
             }
             var position = state.pointee.positions[o] % table.pointee.count
