@@ -2,7 +2,8 @@ import NIOCore
 import NIOWebSocket
 
 /// Writes what the router sends one WebSocket (its `OutboundQueue`) on the connection's event
-/// loop, with no other thread in between: woken by a push, it takes everything waiting, writes it
+/// loop, with no other thread in between, as frames encoded by `EncodedFrames` (a meter bundle
+/// sent to every page once for them all) through the `EncodedFrameDoor` below NIO's encoder: woken by a push, it takes everything waiting, writes it
 /// and flushes once, and takes again only when the socket has taken the last frame, so a peer
 /// that reads slowly holds at most one batch in NIO's buffer and slows only its own connection
 /// (the queue conflates its meters meanwhile).
@@ -18,6 +19,8 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundOut = WebSocketFrame
 
     private let queue: OutboundQueue
+    private let door: EncodedFrameDoor
+    private let encodedFrames: EncodedFrames
     private let stallTime: TimeAmount
     /// Told (on the loop) before a stalled connection is closed.
     private let onStall: @Sendable () -> Void
@@ -32,8 +35,11 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     /// Batches the socket takes at once written in one turn of the loop, at most.
     private static let batchesPerTurn = 8
 
-    private init(queue: OutboundQueue, stallTime: TimeAmount, onStall: @escaping @Sendable () -> Void) {
+    private init(queue: OutboundQueue, door: EncodedFrameDoor, encodedFrames: EncodedFrames, stallTime: TimeAmount,
+                 onStall: @escaping @Sendable () -> Void) {
         self.queue = queue
+        self.door = door
+        self.encodedFrames = encodedFrames
         self.stallTime = stallTime
         self.onStall = onStall
     }
@@ -44,8 +50,11 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     static func install(on channel: any Channel, queue: OutboundQueue, stallTime: TimeAmount,
                         onStall: @escaping @Sendable () -> Void = {}, waker: OutletWaker? = nil) -> EventLoopFuture<Void> {
         channel.eventLoop.submit {
-            let outlet = FrameOutlet(queue: queue, stallTime: stallTime, onStall: onStall)
+            let door = EncodedFrameDoor()
+            let encodedFrames = waker.map { $0.eventLoop === channel.eventLoop ? $0.encodedFrames : EncodedFrames() } ?? EncodedFrames()
+            let outlet = FrameOutlet(queue: queue, door: door, encodedFrames: encodedFrames, stallTime: stallTime, onStall: onStall)
             let encoder = try channel.pipeline.syncOperations.handler(type: WebSocketFrameEncoder.self)
+            try channel.pipeline.syncOperations.addHandler(door, position: .before(encoder))
             try channel.pipeline.syncOperations.addHandler(outlet, position: .after(encoder))
             let bound = NIOLoopBound(outlet, eventLoop: channel.eventLoop)
             if let waker, waker.eventLoop === channel.eventLoop {
@@ -86,13 +95,13 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
         for _ in 0..<Self.batchesPerTurn {
             // Closing or removed: the queue stays marked busy and is never woken again; the
             // connection is going.
-            guard let context, !closing else { return }
+            guard let context, let socket = door.context, !closing else { return }
             let frames = queue.take(upTo: Self.batchBytes)
             guard !frames.isEmpty else { return }
             let written = context.eventLoop.makePromise(of: Void.self)
             for (index, frame) in frames.enumerated() {
-                context.write(wrapOutboundOut(Self.webSocketFrame(frame, allocator: context.channel.allocator)),
-                              promise: index == frames.count - 1 ? written : nil)
+                socket.write(NIOAny(encodedFrames.buffer(for: frame, allocator: context.channel.allocator)),
+                             promise: index == frames.count - 1 ? written : nil)
             }
             // NIO completes writes in order: the last one done, the whole batch is in the socket.
             var flushing = true
@@ -129,17 +138,5 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
         guard let context else { return }
         onStall()
         context.close(promise: nil)
-    }
-
-    static func webSocketFrame(_ frame: OutboundQueue.Frame, allocator: ByteBufferAllocator) -> WebSocketFrame {
-        var buffer = allocator.buffer(capacity: frame.size)
-        switch frame {
-        case let .text(text):
-            buffer.writeString(text)
-            return WebSocketFrame(fin: true, opcode: .text, data: buffer)
-        case let .binary(bytes):
-            buffer.writeBytes(bytes)
-            return WebSocketFrame(fin: true, opcode: .binary, data: buffer)
-        }
     }
 }

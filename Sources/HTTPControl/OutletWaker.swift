@@ -11,6 +11,8 @@ import NIOCore
 /// gives is dropped and it stays marked scheduled (wakes nothing more), as nothing is left to wake.
 final class OutletWaker: Sendable {
     let eventLoop: any EventLoop
+    /// The frames the loop's outlets write, encoded once for all of them (on the loop only).
+    let encodedFrames = EncodedFrames()
     private let waiting = Waiting()
 
     init(eventLoop: any EventLoop) {

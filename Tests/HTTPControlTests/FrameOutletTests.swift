@@ -77,6 +77,43 @@ struct FrameOutletTests {
         #expect(try written(channel) == [frame(0x1, [0x62])])
     }
 
+    @Test("each frame leaves as one buffer, header and payload, written below NIO's encoder: one entry of the writev per frame", arguments: [0, 125, 126, 904, 65_535, 65_536])
+    func oneBufferPerFrame(size: Int) throws {
+        let (channel, queue, _) = try outletChannel()
+        defer { _ = try? channel.finish() }
+        let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0) }
+        queue.push(.binary(payload), conflatable: true)
+        queue.push(.text("x"))
+        channel.embeddedEventLoop.run()
+        var buffers: [ByteBuffer] = []
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { buffers.append(buffer) }
+        let header = size < 126 ? 2 : size < 65_536 ? 4 : 10
+        #expect(buffers.map(\.readableBytes) == [3, header + size], "the buffers written: \(buffers.map(\.readableBytes))")
+        let lengthField: [UInt8] = size < 126 ? [UInt8(size)] : size < 65_536 ? [126, UInt8(size >> 8), UInt8(size & 0xFF)]
+            : [127] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: size >> ($0 * 8)) }
+        #expect(buffers.last.map { Array($0.readableBytesView.prefix(header)) } == [0x82] + lengthField, "FIN, binary, the length, no mask")
+        let sent = buffers.last.map { Array($0.readableBytesView.dropFirst(header)) }
+        #expect(sent == payload, "the payload after the header: \(sent?.count ?? 0) bytes, \(size) sent")
+        #expect(buffers.first.map { Array($0.readableBytesView) } == [0x81, 1, 0x78])
+    }
+
+    @Test("one packet pushed to every page of a loop is encoded once: each outlet writes the same buffer; another packet of equal bytes is encoded anew")
+    func sharedEncoding() throws {
+        let (loop, waker, outlets) = try outletsOfOneLoop()
+        defer { for (channel, _, _) in outlets { _ = try? channel.finish() } }
+        let bundle: [UInt8] = Array(repeating: 7, count: 904)
+        for (_, queue, _) in outlets { queue.push(.binary(bundle), conflatable: true) }
+        loop.run()
+        #expect(waker.encodedFrames.reused == 2, "encoded for the first outlet, reused by the other two")
+        for (channel, _, _) in outlets { #expect(try written(channel) == [frame(0x2, bundle)]) }
+        // Equal bytes in other storage (the next tick's bundle): encoded again, never mistaken.
+        let next = bundle.map { $0 }
+        for (_, queue, _) in outlets { queue.push(.binary(next), conflatable: true) }
+        loop.run()
+        #expect(waker.encodedFrames.reused == 4)
+        for (channel, _, _) in outlets { #expect(try written(channel) == [frame(0x2, next)]) }
+    }
+
     /// Three outlets on channels of one loop, woken through one waker.
     private func outletsOfOneLoop() throws -> (EmbeddedEventLoop, OutletWaker, [(EmbeddedChannel, OutboundQueue, StallCount)]) {
         let loop = EmbeddedEventLoop()
