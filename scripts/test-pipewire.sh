@@ -23,4 +23,4 @@ if [ $# -eq 0 ]; then set -- --filter 'IntegrationTests|JackHostTests' --skip 'S
 # No retry: PipeWire 0.3.65 reports no xrun to JACK clients, so every timing check counts the
 # cycles missed itself (the router's /state engine.missedCycles, the recorder's frame-time gaps)
 # and judges a take or window none was missed in, or measures by JACK's frame clock.
-exec swift test --skip-build --no-parallel "$@"
+swift test --skip-build --no-parallel "$@"
