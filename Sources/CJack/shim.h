@@ -5,6 +5,7 @@
 #include <jack/types.h>
 #include <jack/metadata.h>
 #include <jack/ringbuffer.h>
+#include <jack/intclient.h>
 #include <sched.h>
 
 /// jack_client_open is variadic (the server name travels as a trailing vararg), which Swift cannot
@@ -18,6 +19,15 @@ static inline jack_client_t *CJackShims_client_open(const char *client_name,
         return jack_client_open(client_name, options, status, server_name);
     }
     return jack_client_open(client_name, options, status);
+}
+
+/// jack_internal_client_load is variadic too: loads `so_name` (a server plug-in such as netjack2's
+/// netmanager) into the server as an internal client named exactly `name`, with `init` as its
+/// arguments. 0 when it could not (`status` says why).
+static inline jack_intclient_t CJackShims_internal_client_load(jack_client_t *client, const char *name, const char *so_name,
+                                                               const char *init, jack_status_t *status) {
+    jack_options_t options = (jack_options_t)(JackLoadName | JackLoadInit | JackUseExactName);
+    return jack_internal_client_load(client, name, options, status, so_name, init);
 }
 
 /// The default audio port type string, exported by libjack as a macro.

@@ -89,7 +89,7 @@ public final class JackClient {
         if code != 0 { throw .callbackRegistrationFailed(what: what, code: code) }
     }
 
-    private var handle: OpaquePointer {
+    var handle: OpaquePointer {
         guard let client else { preconditionFailure("JackClient used after close()") }
         return client
     }

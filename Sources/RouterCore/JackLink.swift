@@ -20,10 +20,19 @@ final class JackLink: @unchecked Sendable {
         var server: String?
         /// Whether some route has a look-ahead, so the client reports its own latencies.
         var reportsLatency: Bool
+        /// netjack2's master side (`netmanager`) to load into the server when a route is remote
+        /// over netjack2; nil when none is.
+        var netManager: NetManager?
         var reconnectDelays: (first: Double, maximum: Double)
     }
 
     /// Receives a JACK event and the epoch of the client that sent it, on the control queue.
+    /// netmanager's load arguments, and the routes that need it (for messages).
+    struct NetManager: Sendable {
+        var arguments: String
+        var routes: [String]
+    }
+
     typealias EventSink = @Sendable (JackEvent, Int) -> Void
 
     let parameters: Parameters
@@ -38,6 +47,8 @@ final class JackLink: @unchecked Sendable {
     private var lastEpoch = 0
     private(set) var disconnectedSince: Date?
     private(set) var reconnects = 0
+    /// The `netmanager` this router loaded into the current client's server, unloaded at stop.
+    private var loadedNetManager: UInt64?
     private(set) var attempts = 0
     private var reconnectScheduled = false
 
@@ -77,6 +88,8 @@ final class JackLink: @unchecked Sendable {
     func abandon(keepingAlive keepAlive: AnyObject, backOff: Bool, closed: @escaping () -> Void) {
         guard let client else { return }
         self.client = nil
+        // Gone with its server (or left to a server that no longer answers).
+        loadedNetManager = nil
         disconnectedSince = Date()
         if !backOff { attempts = 0 }
         let kept = Handover(Unmanaged.passRetained(keepAlive))
@@ -91,8 +104,25 @@ final class JackLink: @unchecked Sendable {
         }
     }
 
-    /// Forgets the client without counting a loss (stop, or a failed start on it).
+    /// Loads netjack2's `netmanager` into the server of the client just adopted, when the session
+    /// needs it and the server has none yet (a server joined again after a restart has lost it).
+    /// nil when no route is remote over netjack2. A round trip to the server.
+    func startNetManager() -> JackClient.InternalClientOutcome? {
+        guard let netManager = parameters.netManager, let client else { return nil }
+        let outcome = client.ensureInternalClient(name: Self.netManagerName, object: "netmanager", arguments: netManager.arguments)
+        if case let .loaded(handle) = outcome { loadedNetManager = handle }
+        return outcome
+    }
+
+    static let netManagerName = "netmanager"
+
+    /// Forgets the client without counting a loss (stop, or a failed start on it), unloading the
+    /// `netmanager` it loaded: the server is left as the router found it.
     func drop() {
+        if let handle = loadedNetManager, let client {
+            client.unloadInternalClient(handle)
+        }
+        loadedNetManager = nil
         client?.close()
         client = nil
     }

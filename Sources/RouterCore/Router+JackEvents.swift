@@ -59,10 +59,29 @@ extension Router {
             throw RouterError(error)
         }
         watchdog.arm(cycles: engine.statistics.cycles, now: DispatchTime.now().uptimeNanoseconds)
+        reportNetManager(link.startNetManager())
         patchbay.connectRoutes(inventory.routes, on: opened)
         patchbay.connectInputs(inventory.input, on: opened)
         for app in inventory.apps { patchbay.connectSources(of: app, on: opened) }
         updateLatencies(recompute: true)
+    }
+
+    /// Says what became of netjack2's master side on this server (remote routes need it).
+    private func reportNetManager(_ outcome: JackClient.InternalClientOutcome?) {
+        guard let outcome, let netManager = link.parameters.netManager else { return }
+        let routes = netManager.routes.joined(separator: ", ")
+        switch outcome {
+        case .loaded:
+            logger.notice("netjack2: loaded netmanager into the JACK server; far ends join it for routes \(routes)",
+                          metadata: ["arguments": "\(netManager.arguments)"])
+        case .alreadyRunning:
+            logger.notice("netjack2: the JACK server already runs a netmanager; far ends join it (its own address and port) for routes \(routes)")
+        case let .failed(status):
+            let why = JackLibrary.loaded == .pipewire
+                ? "PipeWire's JACK has no internal clients: run the far ends' netjack2 against jackd, or give the route the ports of the bridge you use"
+                : "is jackd2's netmanager plug-in installed (jackd2)?"
+            logger.error("netjack2: the JACK server could not load netmanager (\(status)); routes \(routes) stay unavailable: \(why)")
+        }
     }
 
     /// Forgets the client's ports (they died with it), the engine's plans that point at them and

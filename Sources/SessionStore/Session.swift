@@ -10,6 +10,8 @@ public struct Session: Equatable, Sendable {
     public var osc = OSCSettings()
     public var http = HTTPSettings()
     public var routes: [Route] = []
+    /// Where netjack2's master side listens; used when some route is remote over netjack2.
+    public var netjack2 = NetJack2Settings()
     public var input = Input()
     /// Session-wide ducking and per-pair rules (the policy's own type).
     public var ducking = DuckingSettings()
@@ -18,6 +20,9 @@ public struct Session: Equatable, Sendable {
     /// Run-time state brought back from the state file (not fields of the session file).
     public var silentSwitch = false
     public var selectedRoute: String?
+
+    /// Whether some route is reached over netjack2 (the router then loads `netmanager`).
+    public var usesNetJack2: Bool { routes.contains { $0.remote?.engine == .netjack2 } }
 
     public init() {}
 
@@ -53,6 +58,9 @@ public struct Session: Equatable, Sendable {
         /// Milliseconds this route hears the signal-activated apps late (everything else at once,
         /// ducks at once): the duck a voice causes lands before the voice is heard (talkover).
         public var lookahead: Double = 0
+        /// A speaker on another machine, reached through a JACK network engine: the route's
+        /// ports are the ones that engine gives the far end here (`Remote.ports`).
+        public var remote: Remote?
 
         public init(name: String, ports: [String], isPrivate: Bool = false, isBuiltIn: Bool = false) {
             self.name = name
@@ -62,6 +70,44 @@ public struct Session: Equatable, Sendable {
         }
 
         public var channelCount: Int { ports.count }
+    }
+
+    /// Where a remote route's audio goes: the engine that carries it and the far end.
+    public struct Remote: Equatable, Sendable {
+        public enum Engine: String, Sendable, CaseIterable {
+            /// jackd2's netjack2: the far end (`jack_load netadapter` beside its device, or
+            /// `jackd -d net`) joins this server's `netmanager` under the name `peer`, which
+            /// becomes a client here with ports `<peer>:to_slave_<n>`, present while it is joined.
+            case netjack2
+        }
+        public var engine: Engine
+        /// The name the far end joins under (netadapter's or `jackd -d net`'s `-n`).
+        public var peer: String
+
+        public init(engine: Engine, peer: String) {
+            self.engine = engine
+            self.peer = peer
+        }
+
+        /// The destination ports of a route of `channels` channels to this far end.
+        public func ports(channels: Int) -> [String] {
+            switch engine {
+            case .netjack2: (1...channels).map { "\(peer):to_slave_\($0)" }
+            }
+        }
+    }
+
+    /// netjack2's master side in this router's server (`netmanager`, loaded by the router when a
+    /// route is remote over netjack2): where it waits for far ends to join.
+    public struct NetJack2Settings: Equatable, Sendable {
+        /// The address it listens on: a multicast group (netjack2's own default), or this host's
+        /// address for far ends that name it (unicast).
+        public var address: String = "225.3.19.154"
+        public var port: Int = 19000
+        public init() {}
+
+        /// netmanager's load arguments.
+        public var loadArguments: String { "-a \(address) -p \(port)" }
     }
 
     public struct Input: Equatable, Sendable {

@@ -5,10 +5,12 @@ import Policy
 public enum SessionLoader {
     /// The fields each kind of object may have (Sessions/schema.json must agree; a test checks).
     public static let fields: [String: Set<String>] = [
-        "session": ["client", "ramp", "osc", "http", "routes", "input", "ducking", "apps", "volumes"],
+        "session": ["client", "ramp", "osc", "http", "netjack2", "routes", "input", "ducking", "apps", "volumes"],
         "osc": ["port", "bind", "allow", "admin"],
         "http": ["port"],
-        "route": ["name", "ports", "private", "builtIn", "lookahead"],
+        "route": ["name", "ports", "remote", "channels", "private", "builtIn", "lookahead"],
+        "remote": ["engine", "peer"],
+        "netjack2": ["address", "port"],
         "input": ["ports"],
         "ducking": ["level", "attack", "release", "rules"],
         "duckingRule": ["ducker", "ducked", "level", "attack", "release"],
@@ -81,7 +83,7 @@ public enum SessionLoader {
 }
 
 /// Walks the document, building a `Session` and collecting every problem with its field path.
-private struct Validator {
+struct Validator {
     var problems: [SessionError.Problem] = []
 
     mutating func fail(_ field: String, _ message: String) {
@@ -110,6 +112,7 @@ private struct Validator {
                 session.http.isPortSet = true
             }
         }
+        if let value = root["netjack2"] { session.netjack2 = netjack2(value) }
         if let value = root["routes"] { session.routes = routes(value) }
         if let value = root["input"], let input = object(value, "input", allowed: SessionLoader.fields["input"]!) {
             if let ports = input["ports"] { session.input.ports = strings(ports, "input.ports", portNames: true) }
@@ -169,6 +172,14 @@ private struct Validator {
     mutating func routes(_ value: JSONValue) -> [Session.Route] {
         var routes: [Session.Route] = []
         for (path, fields, name) in namedItems(value, "routes", kind: "route") {
+            if fields["remote"] != nil || fields["channels"] != nil {
+                guard var route = remoteRoute(name: name, fields, path) else { continue }
+                if let v = fields["private"], let b = bool(v, "\(path).private") { route.isPrivate = b }
+                if let v = fields["builtIn"], let b = bool(v, "\(path).builtIn") { route.isBuiltIn = b }
+                if fields["lookahead"] != nil { fail("\(path).lookahead", "a remote route takes no look-ahead here (its engine adds its own latency)") }
+                routes.append(route)
+                continue
+            }
             guard let portsValue = required(fields, "ports", path) else { continue }
             let ports = strings(portsValue, "\(path).ports", portNames: true)
             if ports.isEmpty {

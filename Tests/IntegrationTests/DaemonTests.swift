@@ -34,7 +34,8 @@ struct DaemonTests {
             process.standardError = stderr
             process.standardOutput = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
-            try process.run()
+            Launcher.tieToTestProcess(process)
+            try Launcher.shared.run(process)
         }
         /// Waits like `waitFor`; on a timeout the daemon is killed and its log is in the error.
         func waitFor(_ what: String, timeout: Double = 10, _ condition: () -> Bool) throws {

@@ -262,7 +262,8 @@ func launchDaemon(_ arguments: [String], log: URL, environment: [String: String]
     handle.seekToEndOfFile()
     daemon.standardError = handle
     daemon.standardOutput = FileHandle.nullDevice
-    try daemon.run()
+    Launcher.tieToTestProcess(daemon)
+    try Launcher.shared.run(daemon)
     return daemon
 }
 

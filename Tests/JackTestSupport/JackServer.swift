@@ -38,6 +38,8 @@ public final class JackServer: @unchecked Sendable {
     public let logFile: URL
     private var process: Process
     private var claim: JackServerNameClaim?
+    /// The network namespace jackd runs in, if any.
+    public let namespace: String?
 
     public enum Failure: Error, CustomStringConvertible {
         case didNotStart(String, log: String)
@@ -60,11 +62,14 @@ public final class JackServer: @unchecked Sendable {
     /// two) still fits beside a full test run.
     public static let namePool = (0..<6).map { "duckrouter-test-\($0)" }
 
-    public init(sampleRate: Int = 48000, period: Int = 256) throws {
+    /// - Parameter namespace: a network namespace to run jackd in (`NetworkHosts`: a host of its
+    ///   own for network audio); clients still reach it here, through /dev/shm.
+    public init(sampleRate: Int = 48000, period: Int = 256, namespace: String? = nil) throws {
         JackLibraryMessages.route(to: nil)
         try Implementation.current.checkLibrary()
         self.sampleRate = sampleRate
         self.period = period
+        self.namespace = namespace
         var reasons: [String] = []
         for candidate in Self.namePool {
             guard let claim = try JackServerNameClaim(candidate) else {
@@ -80,7 +85,7 @@ public final class JackServer: @unchecked Sendable {
                 try Self.makeRoomInRegistry(for: candidate)
             }
             let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(candidate)-\(getpid()).log")
-            if let started = try Self.start(name: candidate, sampleRate: sampleRate, period: period, log: log) {
+            if let started = try Self.start(name: candidate, sampleRate: sampleRate, period: period, log: log, namespace: namespace) {
                 name = candidate
                 logFile = log
                 process = started
@@ -110,15 +115,18 @@ public final class JackServer: @unchecked Sendable {
 
     /// Starts the server under `name` and waits until a client can connect to it (and, for jackd,
     /// JACK's table names it); nil when it did not start.
-    private static func start(name: String, sampleRate: Int, period: Int, log: URL) throws -> Process? {
+    private static func start(name: String, sampleRate: Int, period: Int, log: URL, namespace: String?) throws -> Process? {
         if Implementation.current == .pipewire {
+            if namespace != nil { throw Failure.wrongLibrary("a JACK server in a network namespace is jackd's only (netjack2)") }
             return try startPipeWire(name: name, sampleRate: sampleRate, period: period, log: log)
         }
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         defer { try? handle.close() }
         let process = Process()
-        let jackd = ["/usr/bin/jackd", "-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)"]
+        // `ip netns exec` enters the namespace and execs jackd: the same process, as with setpriv.
+        let jackd = (namespace.map { ["/usr/sbin/ip", "netns", "exec", $0] } ?? [])
+            + ["/usr/bin/jackd", "-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)"]
         if FileManager.default.isExecutableFile(atPath: Launcher.setpriv) {
             // setpriv execs jackd (same pid) with a parent-death signal: see `Launcher`.
             process.executableURL = URL(fileURLWithPath: Launcher.setpriv)
@@ -134,8 +142,7 @@ public final class JackServer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline && process.isRunning {
             if (try? JackServerRegistry.entry(named: name))??.pid == process.processIdentifier,
-               let probe = try? JackClient(name: "probe", server: name) {
-                probe.close()
+               namespace == nil ? Self.probe(name) : Self.probeFromOutside(name) {
                 return process
             }
             Thread.sleep(forTimeInterval: 0.05)
@@ -146,6 +153,29 @@ public final class JackServer: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Whether a client of this process can join server `name`.
+    private static func probe(_ name: String) -> Bool {
+        guard let probe = try? JackClient(name: "probe", server: name) else { return false }
+        probe.close()
+        return true
+    }
+
+    /// Whether `jack_lsp` (another process) can join server `name`. A server the test process
+    /// must not join itself: JACK2's libjack keeps one set of a server's shared memory per process
+    /// (`JackLibGlobals`), so a process that is a client of two servers at once crashes in a
+    /// process thread waiting on the other server's semaphore. A second server's clients (a stage
+    /// box's, `NetworkHosts`) run in processes of their own.
+    public static func probeFromOutside(_ name: String) -> Bool {
+        let lsp = Process()
+        lsp.executableURL = URL(fileURLWithPath: "/usr/bin/jack_lsp")
+        lsp.arguments = ["-s", name]
+        lsp.standardOutput = FileHandle.nullDevice
+        lsp.standardError = FileHandle.nullDevice
+        guard (try? lsp.run()) != nil else { return false }
+        lsp.waitUntilExit()
+        return lsp.terminationStatus == 0
+    }
 
     /// Kills jackd with SIGKILL, as a crash would, and waits for it. Its clients lose the server;
     /// its entry stays in JACK's table (as after a crash) and the name stays claimed.
@@ -166,7 +196,7 @@ public final class JackServer: @unchecked Sendable {
             claim = again
         }
         let launched = Date()
-        guard let started = try Self.start(name: name, sampleRate: sampleRate, period: period, log: logFile) else {
+        guard let started = try Self.start(name: name, sampleRate: sampleRate, period: period, log: logFile, namespace: namespace) else {
             throw Failure.didNotStart(name, log: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "")
         }
         process = started
@@ -207,10 +237,19 @@ public final class JackServer: @unchecked Sendable {
 /// execs it. Linux sends that signal when the *thread* that started the child ends, not the
 /// process, so every jackd is started from this one thread, which lives as long as the process.
 /// A server killed that way leaves a stale entry, which the next server of that name reuses.
-final class Launcher: @unchecked Sendable {
+public final class Launcher: @unchecked Sendable {
     // @unchecked: `jobs` is guarded by `lock`; the thread only takes jobs from it.
-    static let setpriv = "/usr/bin/setpriv"
-    static let shared = Launcher()
+    public static let setpriv = "/usr/bin/setpriv"
+    public static let shared = Launcher()
+
+    /// Makes `process` die with the test process (a daemon a crashed or killed test run leaves
+    /// behind would rejoin the next server of its name and play into the next test): its command
+    /// becomes `setpriv --pdeathsig KILL -- <command>` (the same pid), to be started by `run`.
+    public static func tieToTestProcess(_ process: Process) {
+        guard FileManager.default.isExecutableFile(atPath: setpriv), let executable = process.executableURL else { return }
+        process.arguments = ["--pdeathsig", "KILL", "--", executable.path] + (process.arguments ?? [])
+        process.executableURL = URL(fileURLWithPath: setpriv)
+    }
 
     private let lock = NSLock()
     private var jobs: [() -> Void] = []
@@ -229,7 +268,7 @@ final class Launcher: @unchecked Sendable {
     }
 
     /// Runs `process` from the launcher thread; returns once it is started.
-    func run(_ process: Process) throws {
+    public func run(_ process: Process) throws {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var failure: Error?
         lock.withLock {

@@ -122,6 +122,7 @@ struct SessionSchemaTests {
             "session": Set(top.keys), "osc": keys(top["osc"]), "http": keys(top["http"]), "route": keys(defs["route"]), "input": keys(top["input"]),
             "ducking": keys(ducking), "duckingRule": keys(rule), "app": keys(defs["app"]), "volumes": keys(top["volumes"]),
             "signal": keys(((defs["app"] as? [String: Any])?["properties"] as? [String: Any])?["signal"]),
+            "remote": keys(((defs["route"] as? [String: Any])?["properties"] as? [String: Any])?["remote"]), "netjack2": keys(top["netjack2"]),
         ]
         #expect(found == SessionLoader.fields)
     }

@@ -32,6 +32,39 @@ struct SessionLoaderTests {
         #expect(try parse(#"{"http": {"port": 0}}"#).http.port == 0)
     }
 
+    @Test("a remote route over netjack2: its ports are the far end's to_slave ports; netjack2's listen address and port")
+    func remoteRoute() throws {
+        let session = try parse(#"""
+            {"netjack2": {"address": "10.0.0.1", "port": 19100},
+             "routes": [{"name": "stage", "remote": {"engine": "netjack2", "peer": "stagebox"}, "channels": 3, "private": true},
+                        {"name": "foh", "ports": ["system:playback_1"]}]}
+            """#)
+        #expect(session.routes[0].ports == ["stagebox:to_slave_1", "stagebox:to_slave_2", "stagebox:to_slave_3"])
+        #expect(session.routes[0].remote == Session.Remote(engine: .netjack2, peer: "stagebox") && session.routes[0].isPrivate)
+        #expect(session.netjack2.loadArguments == "-a 10.0.0.1 -p 19100")
+        let local = try parse(#"{"routes": [{"name": "foh", "ports": ["system:playback_1"]}]}"#)
+        #expect(session.usesNetJack2 && !local.usesNetJack2)
+        #expect(try parse(#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p"}}]}"#).routes[0].channelCount == 2)
+        #expect(try parse("{}").netjack2.loadArguments == "-a 225.3.19.154 -p 19000", "netjack2's own defaults")
+    }
+
+    @Test("a broken remote route or netjack2 setting is refused with the field", arguments: [
+        (#"{"routes": [{"name": "s", "remote": {"engine": "jacktrip", "peer": "p"}}]}"#, "routes[0].remote.engine: expected one of 'netjack2', got 'jacktrip'"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2"}}]}"#, "routes[0].remote.peer"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "a:b"}}]}"#, "routes[0].remote.peer: expected the name the far end joins under"),
+        (#"{"routes": [{"name": "s", "ports": ["a:b"], "remote": {"engine": "netjack2", "peer": "p"}}]}"#, "routes[0].ports: a remote route's ports are its engine's"),
+        (#"{"routes": [{"name": "s", "channels": 2}]}"#, "routes[0].remote"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p"}, "channels": 0}]}"#, "routes[0].channels"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p"}, "lookahead": 20}]}"#, "routes[0].lookahead: a remote route takes no look-ahead"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p", "host": "x"}}]}"#, "routes[0].remote.host: unknown field"),
+        (#"{"netjack2": {"address": "stagebox.local"}}"#, "netjack2.address: expected an IPv4 or IPv6 address"),
+        (#"{"netjack2": {"port": 0}}"#, "netjack2.port"),
+    ])
+    func remoteRouteRefused(json: String, expected: String) {
+        let found = problems(json)
+        #expect(found.contains { $0.contains(expected) }, "\(found)")
+    }
+
     @Test("the shipped default session loads: a speaker route and example apps")
     func defaultSession() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

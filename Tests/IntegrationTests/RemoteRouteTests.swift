@@ -1,0 +1,199 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// Issue 18: a speaker on another machine as a route. Two hosts of this run's own (network
+/// namespaces joined by a veth pair, `NetworkHosts`), a jackd on each: the router's host, whose
+/// router loads netjack2's `netmanager`, and a stage box that joins it with `netadapter` beside
+/// its own (dummy) device. Skipped where namespaces cannot be made.
+@Suite("Remote speakers over netjack2", .serialized, .enabled(if: NetworkHosts.available && JackServer.Implementation.current == .jackd,
+                                                             "needs network namespaces (root) and jackd's netjack2"))
+struct RemoteRouteTests {
+    /// The stage box: its jackd and the netadapter that joins the router's server under the name
+    /// `stage`, as `jack_load` loads it on a real one. What arrives there is sent straight back
+    /// (netadapter's capture ports patched to its playback ports, by `jack_connect`): the router's
+    /// host hears it on `stage:from_slave_<n>`. No client of this process joins the stage box's
+    /// server: JACK2's libjack serves one server per process (`JackServer.probeFromOutside`).
+    final class StageBox {
+        let server: JackServer
+        /// `jack_thru`, which sends what arrives back (a client's own ports patched to each
+        /// other, netadapter's, carry nothing).
+        let thru = Process()
+
+        init(hosts: NetworkHosts, port: Int) throws {
+            server = try JackServer(period: 256, namespace: hosts.b)
+            try Self.run("/usr/bin/jack_load", ["-s", server.name, "netadapter", "-i",
+                                                "-a \(NetworkHosts.addressA) -p \(port) -n stage -C 2 -P 2"])
+            thru.executableURL = URL(fileURLWithPath: "/usr/bin/jack_thru")
+            thru.environment = ProcessInfo.processInfo.environment.merging(["JACK_DEFAULT_SERVER": server.name]) { $1 }
+            thru.standardOutput = FileHandle.nullDevice
+            thru.standardError = FileHandle.nullDevice
+            Launcher.tieToTestProcess(thru)
+            try Launcher.shared.run(thru)
+            let name = server.name
+            try waitFor("jack_thru's ports") { (try? Self.run("/usr/bin/jack_lsp", ["-s", name, "jack_thru:output_2"])) != nil }
+            for n in 1...2 {
+                try Self.run("/usr/bin/jack_connect", ["-s", server.name, "netadapter:capture_\(n)", "jack_thru:input_\(n)"])
+                try Self.run("/usr/bin/jack_connect", ["-s", server.name, "jack_thru:output_\(n)", "netadapter:playback_\(n)"])
+            }
+        }
+
+        /// The stage box loses power: its jackd is killed, netadapter and jack_thru with it.
+        func kill() {
+            server.kill9()
+            if thru.isRunning { thru.terminate() }
+            finish(thru)
+        }
+
+        static func run(_ tool: String, _ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            finish(process)
+            guard process.terminationStatus == 0 else {
+                throw Unexpected(description: "\(tool) \(arguments): exit \(process.terminationStatus): \(text)")
+            }
+        }
+    }
+
+    @Test("a stage box joining over netjack2 makes route stage available and current within 2 s, a -15.05 dBFS sine arrives there at -15.05 ±0.1 dB; the box killed: oldDeviceUnavailable within 2 s and (private) nothing moves to the local speaker; back: available again, audio back after activation")
+    func netjack2StageBox() throws {
+        let hosts = try NetworkHosts()
+        defer { hosts.close() }
+        let router = try JackServer(period: 256, namespace: hosts.a)
+        defer { router.stop() }
+        let rate = router.sampleRate
+        let source = try TestClient(name: "source", server: router.name, outputs: ["out_1", "out_2"])
+        defer { source.close() }
+        let sine = Signals.sine(frequency: 997, amplitude: 0.25, sampleRate: rate)   // RMS -15.05 dBFS
+        source.setSignal(sine, output: 0)
+        source.setSignal(sine, output: 1)
+        let local = try TestClient(name: "local", server: router.name, inputs: ["speaker_1", "speaker_2"])
+        defer { local.close() }
+        // What reached the stage box, sent back to this host.
+        let returned = try TestClient(name: "returned", server: router.name, inputs: ["in_1", "in_2"])
+        defer { returned.close() }
+        func patchReturn() throws {
+            try waitFor("the stage box's return ports") { returned.client.portExists("stage:from_slave_2") }
+            for n in 1...2 { try returned.connect("stage:from_slave_\(n)", to: "returned:in_\(n)") }
+        }
+
+        let netPort = Int.random(in: 20000...29999)
+        let oscPort = Int.random(in: 30000...39999)   // inside the router's host: nothing else listens there
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-remote-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let session = folder.appendingPathComponent("stage.json")
+        try """
+            {
+              "netjack2": {"address": "\(NetworkHosts.addressA)", "port": \(netPort)},
+              "routes": [
+                {"name": "speaker", "ports": ["local:speaker_1", "local:speaker_2"], "builtIn": true},
+                {"name": "stage", "remote": {"engine": "netjack2", "peer": "stage"}, "channels": 2, "private": true}
+              ],
+              "apps": [{"name": "music", "category": "playback", "connect": ["source:out_[12]"], "active": true}],
+              "osc": {"port": \(oscPort)}
+            }
+            """.write(to: session, atomically: true, encoding: .utf8)
+        let log = folder.appendingPathComponent("router.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        daemon.arguments = ["netns", "exec", hosts.a, DaemonTests.binary.path, "--server", router.name, "--http-port", "0",
+                            "--state", folder.appendingPathComponent("stage.state.json").path, session.path]
+        daemon.environment = ProcessInfo.processInfo.environment
+            .merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/duckrouter-tests-have-no-system-bus"]) { $1 }
+        let logHandle = try FileHandle(forWritingTo: log)
+        daemon.standardError = logHandle
+        daemon.standardOutput = FileHandle.nullDevice
+        Launcher.tieToTestProcess(daemon)
+        try Launcher.shared.run(daemon)
+        try? logHandle.close()
+        defer { if daemon.isRunning { daemon.terminate(); finish(daemon) } }
+        var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+        // OSC from inside the router's host (its 127.0.0.1).
+        let client = try NetworkHosts.inside(hosts.a) { try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: UInt16(oscPort))) }
+        let watcher = try NetworkHosts.inside(hosts.a) { try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: UInt16(oscPort))) }
+        try waitFor("the router to answer OSC", timeout: 10) { daemon.isRunning && (try? ask(client, OSCMessage("/state"))) != nil }
+        #expect(logText.contains("loaded netmanager"), "\(logText)")
+        #expect(try ask(watcher, OSCMessage("/subscribe"))?.path == "/reply")
+        func rms(_ recorder: TestClient, seconds: Double = 0.3) -> Double {
+            Signals.rmsDecibels(recorder.record(seconds: seconds).channels[0])
+        }
+        var localLevel = -200.0
+        do {
+            try waitFor("music on the local speaker") {
+                localLevel = rms(local)
+                return abs(localLevel - -15.05) < 0.1
+            }
+        } catch {
+            Issue.record("music on the local speaker at \(localLevel) dBFS; the router's log:\n\(logText)")
+            throw error
+        }
+
+        // The stage box joins.
+        let joined = Date()
+        var stage: StageBox? = try StageBox(hosts: hosts, port: netPort)
+        let available = try watcher.receive(timeout: 2) { $0.path == "/duckrouter/route" }
+        let joinTime = Date().timeIntervalSince(joined)
+        #expect(available?.arguments == [.string("newDeviceAvailable"), .string("stage"), .string("speaker")],
+                "\(String(describing: available)) after \(joinTime) s; the log:\n\(logText)")
+        #expect(try ask(client, OSCMessage("/route/select"))?.arguments.last == .string("stage"))
+        try patchReturn()
+        var level = -200.0
+        do {
+            try waitFor("the sine at the stage box at -15.05 dBFS", timeout: 3) {
+                level = rms(returned)
+                return abs(level - -15.05) < 0.1
+            }
+        } catch {
+            let take = returned.record(seconds: 0.3).channels[0]
+            let graph = { (server: String) -> String in
+                let lsp = Process()
+                lsp.executableURL = URL(fileURLWithPath: "/usr/bin/jack_lsp")
+                lsp.arguments = ["-s", server, "-c"]
+                let out = Pipe()
+                lsp.standardOutput = out
+                try? lsp.run()
+                let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                lsp.waitUntilExit()
+                return text
+            }
+            Issue.record("the stage box's return at \(level) dBFS (peak \(Signals.peakDecibels(take)) dBFS, \(take.prefix(8)))\nrouter host:\n\(graph(router.name))\nstage box:\n\(graph(stage!.server.name))\nlog:\n\(logText)")
+            throw error
+        }
+        print("RemoteRouteTests: stage available \(String(format: "%.2f", joinTime)) s after it joined; its level \(String(format: "%.2f", level)) dBFS")
+        try waitFor("the local speaker silent") { Signals.peakDecibels(local.record(seconds: 0.2).channels[0]) < -90 }
+
+        // The stage box dies.
+        let killed = Date()
+        stage?.kill()
+        stage = nil
+        let gone = try watcher.receive(timeout: 3) { $0.path == "/duckrouter/route" }
+        let goneTime = Date().timeIntervalSince(killed)
+        #expect(gone?.arguments == [.string("oldDeviceUnavailable"), .string("speaker"), .string("stage")], "\(String(describing: gone))")
+        // netjack2's master gives up a slave that stopped sending after 2 s of its own (seen:
+        // 0.03 s when the slave's goodbye got out, else 2.02-2.04 s); the router follows at once.
+        #expect(goneTime <= 2.5, "the stage box's loss seen \(goneTime) s after it died")
+        print("RemoteRouteTests: the stage box's loss seen \(String(format: "%.2f", goneTime)) s after it died")
+        let peak = Signals.peakDecibels(local.record(seconds: 0.5).channels[0])
+        #expect(peak < -90, "a private route gone: nothing jumps to the local speaker (peak \(peak) dBFS)")
+
+        // It comes back; music, interrupted when its route went, plays there once activated.
+        stage = try StageBox(hosts: hosts, port: netPort)
+        let back = try watcher.receive(timeout: 2) { $0.path == "/duckrouter/route" }
+        #expect(back?.arguments.prefix(2) == [.string("newDeviceAvailable"), .string("stage")], "\(String(describing: back))")
+        #expect(try ask(client, OSCMessage("/app/music/activate"))?.path == "/reply")
+        try patchReturn()
+        try waitFor("the sine back at the stage box", timeout: 3) { abs(rms(returned) - -15.05) < 0.1 }
+        stage?.kill()
+    }
+}
