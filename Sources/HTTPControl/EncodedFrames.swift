@@ -9,22 +9,24 @@ import NIOCore
 /// from its `OutletWaker`).
 final class EncodedFrames: @unchecked Sendable {
     // @unchecked: used only on the event loop whose outlets share it (its `OutletWaker`'s).
-    /// The last binary payload encoded, kept so its storage cannot be reused by another array
-    /// while it is compared by address, and its frame.
-    private var source: [UInt8]?
-    private var encoded: ByteBuffer?
-    /// Binary frames written from the kept encoding (for tests).
+    /// The last two binary payloads encoded, newest last, each kept so its storage cannot be
+    /// reused by another array while it is compared by address, and its frame. Two: a page
+    /// whose batch holds a reply of its own before the meter bundle does not evict the bundle
+    /// the next page writes.
+    private var recent: [(source: [UInt8], encoded: ByteBuffer)] = []
+    /// Binary frames written from a kept encoding (for tests).
     private(set) var reused = 0
 
-    /// The frame for `frame`: for a binary payload whose storage is the last one's, the same buffer.
+    /// The frame for `frame`: for a binary payload whose storage is a kept one's, the same buffer.
     func buffer(for frame: OutboundQueue.Frame, allocator: ByteBufferAllocator) -> ByteBuffer {
         guard case let .binary(bytes) = frame else { return Self.encode(frame, allocator: allocator) }
-        if let source, let encoded, Self.sameStorage(source, bytes) {
+        if let kept = recent.first(where: { Self.sameStorage($0.source, bytes) }) {
             reused += 1
-            return encoded
+            return kept.encoded
         }
         let buffer = Self.encode(frame, allocator: allocator)
-        (source, encoded) = (bytes, buffer)
+        if recent.count == 2 { recent.removeFirst() }
+        recent.append((bytes, buffer))
         return buffer
     }
 

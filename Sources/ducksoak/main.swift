@@ -61,9 +61,9 @@ struct DuckSoak: ParsableCommand {
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ducksoak-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        // Kept when the run fails: the daemon's whole log (a crash report runs to hundreds of
-        // lines) and its state file are the evidence.
-        var keepFolder = false
+        // Kept unless the run passes: the daemon's whole log (a crash report runs to hundreds of
+        // lines) and its state file are the evidence, whatever ended the run.
+        var keepFolder = true
         defer { if !keepFolder { try? FileManager.default.removeItem(at: folder) } }
         let port = try OSCPorts.free()
         let session = folder.appendingPathComponent("soak.json")
@@ -114,7 +114,7 @@ struct DuckSoak: ParsableCommand {
         let started = Date()
         while state() == nil {
             guard Date().timeIntervalSince(started) < 15, daemon.isRunning else {
-                throw ValidationError("the daemon did not answer OSC; its log:\n\(text(logFile))")
+                throw ValidationError("the daemon did not answer OSC (its log, session and state are kept in \(folder.path)); its log:\n\(text(logFile))")
             }
             Thread.sleep(forTimeInterval: 0.1)
         }
@@ -269,8 +269,8 @@ struct DuckSoak: ParsableCommand {
             }
         }
         if !stalls.isEmpty { print("the daemon's threads at the first unanswered /state:\n" + stalls) }
+        keepFolder = !failures.isEmpty
         if !failures.isEmpty {
-            keepFolder = true
             print(Self.logExcerpt(text(logFile)))
             print("the daemon's log, session and state file are kept in \(folder.path)")
             throw ExitCode(1)
@@ -282,8 +282,8 @@ struct DuckSoak: ParsableCommand {
     static func logExcerpt(_ log: String) -> String {
         let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
         if let crash = lines.firstIndex(where: { $0.contains("Program crashed") }) {
-            let before = lines[..<crash].suffix(20), report = lines[crash...].prefix(150)
-            return "duckrouter's log, the 20 lines before its crash report and the report:\n"
+            let before = lines[..<crash].suffix(20), report = lines[crash...].prefix(400)
+            return "duckrouter's log, the 20 lines before its crash report and the report (its first 400 lines; the whole log is kept):\n"
                 + (before + report).joined(separator: "\n")
         }
         return "duckrouter's log (last 40 lines):\n" + lines.suffix(40).joined(separator: "\n")

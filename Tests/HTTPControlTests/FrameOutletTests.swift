@@ -112,6 +112,15 @@ struct FrameOutletTests {
         loop.run()
         #expect(waker.encodedFrames.reused == 4)
         for (channel, _, _) in outlets { #expect(try written(channel) == [frame(0x2, next)]) }
+        // A reply of its own before the bundle in one page's batch does not make the next page
+        // encode the bundle again.
+        let third = bundle.map { $0 &+ 1 }
+        for (_, queue, _) in outlets { queue.push(.binary(third), conflatable: true) }
+        outlets[1].1.push(.binary([42]))   // written before the bundle, after the first page's
+        loop.run()
+        #expect(waker.encodedFrames.reused == 6, "the bundle encoded once for the three pages")
+        #expect(try written(outlets[1].0) == [frame(0x2, [42]), frame(0x2, third)])
+        for index in [0, 2] { #expect(try written(outlets[index].0) == [frame(0x2, third)]) }
     }
 
     /// Three outlets on channels of one loop, woken through one waker.
