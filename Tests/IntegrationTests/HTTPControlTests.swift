@@ -267,7 +267,8 @@ struct HTTPControlTests {
             daemon.arguments = ["--server", server.name, "--state", state.path, session.path]
             daemon.standardError = try FileHandle(forWritingTo: log)
             daemon.standardOutput = FileHandle.nullDevice
-            try daemon.run()
+            Launcher.tieToTestProcess(daemon)
+            try Launcher.shared.run(daemon)
             defer { daemon.terminate(); finish(daemon) }
             let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: osc))
             try waitForDaemon(daemon, port: osc, log: (try? String(contentsOf: log, encoding: .utf8)) ?? "", "OSC to answer") {
@@ -301,7 +302,8 @@ struct HTTPControlTests {
             daemon.arguments = ["--server", server.name, "--state", state.path] + arguments + [session.path]
             daemon.standardError = try FileHandle(forWritingTo: log)
             daemon.standardOutput = FileHandle.nullDevice
-            try daemon.run()
+            Launcher.tieToTestProcess(daemon)
+            try Launcher.shared.run(daemon)
             defer { daemon.terminate(); finish(daemon) }
             try waitForDaemon(daemon, port: osc, log: (try? String(contentsOf: log, encoding: .utf8)) ?? "", ready) {
                 ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains(ready)

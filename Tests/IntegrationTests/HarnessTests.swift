@@ -178,7 +178,8 @@ struct HarnessTests {
             daemon.currentDirectoryURL = DaemonTests.repository
             daemon.standardError = try FileHandle(forWritingTo: log)
             daemon.standardOutput = FileHandle.nullDevice
-            try daemon.run()
+            Launcher.tieToTestProcess(daemon)
+            try Launcher.shared.run(daemon)
             let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
             try waitForDaemon(daemon, port: port, log: (try? String(contentsOf: log, encoding: .utf8)) ?? "", "OSC to answer") {
                 (try? ask(client, OSCMessage("/state"))) != nil

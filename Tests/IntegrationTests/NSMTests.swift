@@ -79,7 +79,8 @@ struct NSMTests {
                 daemon.environment = ProcessInfo.processInfo.environment.merging(["NSM_URL": "osc.udp://127.0.0.1:\(nsm.port)/"]) { $1 }
                 daemon.standardError = log
                 daemon.standardOutput = FileHandle.nullDevice
-                try daemon.run()
+                Launcher.tieToTestProcess(daemon)
+                try Launcher.shared.run(daemon)
                 let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
                 try waitForDaemon(daemon, port: port, log: (try? String(contentsOf: logFile, encoding: .utf8)) ?? "",
                                   "the daemon to answer") { answers(client) }
