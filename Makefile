@@ -1,6 +1,9 @@
 # duckrouter — the two commands that matter: `make run` and `make test`.
 
 SWIFT    ?= swift
+## Each pass of make test is stopped after this many seconds (a hung test fails the run instead
+## of holding CI to its limit; a pass takes 5-6 minutes on a 2-core VM).
+TEST_TIMEOUT ?= 1500
 SESSION  ?= Sessions/default.json
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack libavahi-client-dev
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
@@ -31,8 +34,8 @@ test: deps
 	@scripts/install-deps.sh $(TEST_PACKAGES)
 	@scripts/install-python-deps.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --no-parallel
-	scripts/test-pipewire.sh
+	scripts/with-timeout.sh $(TEST_TIMEOUT) "make test's jackd pass" $(SWIFT) test --skip-build --no-parallel
+	scripts/with-timeout.sh $(TEST_TIMEOUT) "make test's PipeWire pass" scripts/test-pipewire.sh
 
 ## Suites on PipeWire's JACK: make test-pipewire FILTER=DaemonTests (default: every integration suite but the soak).
 test-pipewire: deps

@@ -1,7 +1,7 @@
 import CJack
 
 /// Internal clients: server plug-ins (netjack2's `netmanager`) that run inside the JACK server,
-/// loaded and unloaded by a client. Each call is a round trip to the server: never on the
+/// loaded by a client. Each call is a round trip to the server: never on the
 /// process thread.
 extension JackClient {
     /// What `ensureInternalClient` found or did.
@@ -9,7 +9,7 @@ extension JackClient {
         /// The server already runs one of that name (loaded by someone else, or by us earlier):
         /// left alone.
         case alreadyRunning
-        /// Loaded now; `unloadInternalClient` with this handle removes it.
+        /// Loaded now (JACK's handle of it).
         case loaded(handle: UInt64)
         /// The server could not load it (JACK's status; e.g. a server without that plug-in, or
         /// PipeWire, whose JACK has no internal clients).
@@ -27,11 +27,5 @@ extension JackClient {
             return .failed(JackStatus(status.rawValue == 0 ? JackFailure : status))
         }
         return .loaded(handle: loaded)
-    }
-
-    /// Unloads an internal client this client loaded; false when the server refused.
-    @discardableResult
-    public func unloadInternalClient(_ loaded: UInt64) -> Bool {
-        jack_internal_client_unload(handle, loaded).rawValue & JackFailure.rawValue == 0
     }
 }

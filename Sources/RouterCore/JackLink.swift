@@ -47,8 +47,6 @@ final class JackLink: @unchecked Sendable {
     private var lastEpoch = 0
     private(set) var disconnectedSince: Date?
     private(set) var reconnects = 0
-    /// The `netmanager` this router loaded into the current client's server, unloaded at stop.
-    private var loadedNetManager: UInt64?
     private(set) var attempts = 0
     private var reconnectScheduled = false
 
@@ -88,8 +86,6 @@ final class JackLink: @unchecked Sendable {
     func abandon(keepingAlive keepAlive: AnyObject, backOff: Bool, closed: @escaping () -> Void) {
         guard let client else { return }
         self.client = nil
-        // Gone with its server (or left to a server that no longer answers).
-        loadedNetManager = nil
         disconnectedSince = Date()
         if !backOff { attempts = 0 }
         let kept = Handover(Unmanaged.passRetained(keepAlive))
@@ -109,20 +105,16 @@ final class JackLink: @unchecked Sendable {
     /// nil when no route is remote over netjack2. A round trip to the server.
     func startNetManager() -> JackClient.InternalClientOutcome? {
         guard let netManager = parameters.netManager, let client else { return nil }
-        let outcome = client.ensureInternalClient(name: Self.netManagerName, object: "netmanager", arguments: netManager.arguments)
-        if case let .loaded(handle) = outcome { loadedNetManager = handle }
-        return outcome
+        return client.ensureInternalClient(name: Self.netManagerName, object: "netmanager", arguments: netManager.arguments)
     }
 
     static let netManagerName = "netmanager"
 
-    /// Forgets the client without counting a loss (stop, or a failed start on it), unloading the
-    /// `netmanager` it loaded: the server is left as the router found it.
+    /// Forgets the client without counting a loss (stop, or a failed start on it). A `netmanager`
+    /// it loaded stays in the server: unloading it is a request jackd2 serves inside its engine,
+    /// and a test run once found a server that no longer answered anyone after a router stopped
+    /// (and unloaded it) just after a far end died; the next router finds it running.
     func drop() {
-        if let handle = loadedNetManager, let client {
-            client.unloadInternalClient(handle)
-        }
-        loadedNetManager = nil
         client?.close()
         client = nil
     }

@@ -194,6 +194,10 @@ struct RemoteRouteTests {
         #expect(try ask(client, OSCMessage("/app/music/activate"))?.path == "/reply")
         try patchReturn()
         try waitFor("the sine back at the stage box", timeout: 3) { abs(rms(returned) - -15.05) < 0.1 }
-        stage?.kill()
+        // The router stops first, then the stage box: each leaves as a person would shut down.
+        daemon.terminate()
+        finish(daemon)
+        #expect(daemon.terminationReason == .exit && daemon.terminationStatus == 0, "the router stopped cleanly: \(logText)")
+        stage?.server.stop()
     }
 }
