@@ -18,6 +18,8 @@ struct RemoteRouteTests {
     /// server: JACK2's libjack serves one server per process (`JackServer.probeFromOutside`).
     final class StageBox {
         let server: JackServer
+        /// When `jack_load` had loaded netadapter: the far end joins from then on.
+        let joinedAt: Date
         /// `jack_thru`, which sends what arrives back (a client's own ports patched to each
         /// other, netadapter's, carry nothing).
         let thru = Process()
@@ -26,6 +28,7 @@ struct RemoteRouteTests {
             server = try JackServer(period: 256, namespace: hosts.b)
             try Self.run("/usr/bin/jack_load", ["-s", server.name, "netadapter", "-i",
                                                 "-a \(NetworkHosts.addressA) -p \(port) -n stage -C 2 -P 2"])
+            joinedAt = Date()
             thru.executableURL = URL(fileURLWithPath: "/usr/bin/jack_thru")
             thru.environment = ProcessInfo.processInfo.environment.merging(["JACK_DEFAULT_SERVER": server.name]) { $1 }
             thru.standardOutput = FileHandle.nullDevice
@@ -140,10 +143,10 @@ struct RemoteRouteTests {
         }
 
         // The stage box joins.
-        let joined = Date()
         var stage: StageBox? = try StageBox(hosts: hosts, port: netPort)
-        let available = try watcher.receive(timeout: 2) { $0.path == "/duckrouter/route" }
-        let joinTime = Date().timeIntervalSince(joined)
+        let available = try watcher.receive(timeout: 5) { $0.path == "/duckrouter/route" }
+        let joinTime = Date().timeIntervalSince(stage!.joinedAt)
+        #expect(joinTime <= 2, "the stage route available \(joinTime) s after netadapter was loaded")
         #expect(available?.arguments == [.string("newDeviceAvailable"), .string("stage"), .string("speaker")],
                 "\(String(describing: available)) after \(joinTime) s; the log:\n\(logText)")
         #expect(try ask(client, OSCMessage("/route/select"))?.arguments.last == .string("stage"))
@@ -189,7 +192,8 @@ struct RemoteRouteTests {
 
         // It comes back; music, interrupted when its route went, plays there once activated.
         stage = try StageBox(hosts: hosts, port: netPort)
-        let back = try watcher.receive(timeout: 2) { $0.path == "/duckrouter/route" }
+        let back = try watcher.receive(timeout: 5) { $0.path == "/duckrouter/route" }
+        #expect(Date().timeIntervalSince(stage!.joinedAt) <= 2, "available again within 2 s of joining")
         #expect(back?.arguments.prefix(2) == [.string("newDeviceAvailable"), .string("stage")], "\(String(describing: back))")
         #expect(try ask(client, OSCMessage("/app/music/activate"))?.path == "/reply")
         try patchReturn()
