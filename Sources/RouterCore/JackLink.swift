@@ -26,13 +26,13 @@ final class JackLink: @unchecked Sendable {
         var reconnectDelays: (first: Double, maximum: Double)
     }
 
-    /// Receives a JACK event and the epoch of the client that sent it, on the control queue.
     /// netmanager's load arguments, and the routes that need it (for messages).
     struct NetManager: Sendable {
         var arguments: String
         var routes: [String]
     }
 
+    /// Receives a JACK event and the epoch of the client that sent it, on the control queue.
     typealias EventSink = @Sendable (JackEvent, Int) -> Void
 
     let parameters: Parameters

@@ -123,8 +123,8 @@ public final class Router: @unchecked Sendable {
         resolvedServerName = configuration.server ?? JackClient.defaultServerName
         link = JackLink(parameters: .init(clientName: clientName, server: configuration.server,
                                           reportsLatency: session.routes.contains { $0.lookahead > 0 },
-                                          netManager: session.usesNetJack2 ? .init(arguments: session.netjack2.loadArguments,
-                                                                                   routes: session.routes.filter { $0.remote?.engine == .netjack2 }.map(\.name)) : nil,
+                                          netManager: session.usesNetJack2
+                                              ? .init(arguments: session.netjack2.loadArguments, routes: session.netJack2Routes) : nil,
                                           reconnectDelays: configuration.reconnectDelays), queue: queue)
         engine = Engine(configuration: configuration.engine, portBuffer: JackClient.portBuffer)
 

@@ -21,8 +21,9 @@ public struct Session: Equatable, Sendable {
     public var silentSwitch = false
     public var selectedRoute: String?
 
-    /// Whether some route is reached over netjack2 (the router then loads `netmanager`).
-    public var usesNetJack2: Bool { routes.contains { $0.remote?.engine == .netjack2 } }
+    /// The routes reached over netjack2 (the router then loads `netmanager`).
+    public var netJack2Routes: [String] { routes.filter { $0.remote?.engine == .netjack2 }.map(\.name) }
+    public var usesNetJack2: Bool { !netJack2Routes.isEmpty }
 
     public init() {}
 

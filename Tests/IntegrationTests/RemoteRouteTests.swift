@@ -26,7 +26,7 @@ struct RemoteRouteTests {
 
         init(hosts: NetworkHosts, port: Int) throws {
             server = try JackServer(period: 256, namespace: hosts.b)
-            try Self.run("/usr/bin/jack_load", ["-s", server.name, "netadapter", "-i",
+            try Tool.run("/usr/bin/jack_load", ["-s", server.name, "netadapter", "-i",
                                                 "-a \(NetworkHosts.addressA) -p \(port) -n stage -C 2 -P 2"])
             joinedAt = Date()
             thru.executableURL = URL(fileURLWithPath: "/usr/bin/jack_thru")
@@ -36,10 +36,10 @@ struct RemoteRouteTests {
             Launcher.tieToTestProcess(thru)
             try Launcher.shared.run(thru)
             let name = server.name
-            try waitFor("jack_thru's ports") { (try? Self.run("/usr/bin/jack_lsp", ["-s", name, "jack_thru:output_2"])) != nil }
+            try waitFor("jack_thru's ports") { (try? Tool.run("/usr/bin/jack_lsp", ["-s", name, "jack_thru:output_2"])) != nil }
             for n in 1...2 {
-                try Self.run("/usr/bin/jack_connect", ["-s", server.name, "netadapter:capture_\(n)", "jack_thru:input_\(n)"])
-                try Self.run("/usr/bin/jack_connect", ["-s", server.name, "jack_thru:output_\(n)", "netadapter:playback_\(n)"])
+                try Tool.run("/usr/bin/jack_connect", ["-s", server.name, "netadapter:capture_\(n)", "jack_thru:input_\(n)"])
+                try Tool.run("/usr/bin/jack_connect", ["-s", server.name, "jack_thru:output_\(n)", "netadapter:playback_\(n)"])
             }
         }
 
@@ -48,21 +48,6 @@ struct RemoteRouteTests {
             server.kill9()
             if thru.isRunning { thru.terminate() }
             finish(thru)
-        }
-
-        static func run(_ tool: String, _ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            finish(process)
-            guard process.terminationStatus == 0 else {
-                throw Unexpected(description: "\(tool) \(arguments): exit \(process.terminationStatus): \(text)")
-            }
         }
     }
 
@@ -159,17 +144,7 @@ struct RemoteRouteTests {
             }
         } catch {
             let take = returned.record(seconds: 0.3).channels[0]
-            let graph = { (server: String) -> String in
-                let lsp = Process()
-                lsp.executableURL = URL(fileURLWithPath: "/usr/bin/jack_lsp")
-                lsp.arguments = ["-s", server, "-c"]
-                let out = Pipe()
-                lsp.standardOutput = out
-                try? lsp.run()
-                let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                lsp.waitUntilExit()
-                return text
-            }
+            let graph = { (server: String) -> String in (try? Tool.output("/usr/bin/jack_lsp", ["-s", server, "-c"]))?.text ?? "" }
             Issue.record("the stage box's return at \(level) dBFS (peak \(Signals.peakDecibels(take)) dBFS, \(take.prefix(8)))\nrouter host:\n\(graph(router.name))\nstage box:\n\(graph(stage!.server.name))\nlog:\n\(logText)")
             throw error
         }

@@ -30,15 +30,8 @@ struct ZeroconfTests {
              "http": {"port": \(httpPort)}}
             """.write(to: session, atomically: true, encoding: .utf8)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/zeroconf.sh")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["-n", "-m", "bash", script.path, work.path, DaemonTests.binary.path, server.name, session.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/unshare", ["-n", "-m", "bash", script.path, work.path, DaemonTests.binary.path,
+                                                                  server.name, session.path]).text
         let lines = text.split(separator: "\n").map(String.init)
         func records(_ tag: String) -> [String] { lines.filter { $0.hasPrefix(tag + " ") } }
         let expected = ["_oscjson._tcp;local;duckrig.local;10.77.0.1;\(httpPort);",

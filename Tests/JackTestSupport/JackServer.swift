@@ -167,14 +167,7 @@ public final class JackServer: @unchecked Sendable {
     /// process thread waiting on the other server's semaphore. A second server's clients (a stage
     /// box's, `NetworkHosts`) run in processes of their own.
     public static func probeFromOutside(_ name: String) -> Bool {
-        let lsp = Process()
-        lsp.executableURL = URL(fileURLWithPath: "/usr/bin/jack_lsp")
-        lsp.arguments = ["-s", name]
-        lsp.standardOutput = FileHandle.nullDevice
-        lsp.standardError = FileHandle.nullDevice
-        guard (try? lsp.run()) != nil else { return false }
-        lsp.waitUntilExit()
-        return lsp.terminationStatus == 0
+        (try? Tool.output("/usr/bin/jack_lsp", ["-s", name]))?.status == 0
     }
 
     /// Kills jackd with SIGKILL, as a crash would, and waits for it. Its clients lose the server;
