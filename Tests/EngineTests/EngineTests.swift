@@ -28,6 +28,30 @@ struct EngineTests {
             resetSlots: resets)
     }
 
+    @Test("cycles the frame clock went past are counted one by one: a gap of 18 periods is 18 missed cycles, part of one is one")
+    func missedCyclesCounted() {
+        let engine = Engine(configuration: Engine.Configuration(), portBuffer: Self.directBuffers)
+        let clock = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+        defer { clock.deallocate() }
+        engine.setFrameClock({ $0!.load(as: UInt32.self) }, argument: UnsafeMutableRawPointer(clock))
+        let period: UInt32 = 256
+        var frame: UInt32 = 0xFFFF_FF00   // across the clock's wrap too
+        func cycle(startingAt start: UInt32) {
+            frame = start
+            clock.pointee = start
+            engine.runCycle(frames: Int(period))
+        }
+        cycle(startingAt: frame)
+        cycle(startingAt: frame &+ period)
+        #expect(engine.statistics.missedCycles == 0, "back to back")
+        cycle(startingAt: frame &+ period &+ 18 &* period)
+        #expect(engine.statistics.missedCycles == 18)
+        cycle(startingAt: frame &+ period &+ 100)
+        #expect(engine.statistics.missedCycles == 19, "a gap shorter than a period is a cycle missed")
+        cycle(startingAt: frame &- 2 &* period)
+        #expect(engine.statistics.missedCycles == 19, "a clock that goes back misses nothing")
+    }
+
     @Test("a look-ahead output hears a delayed input exactly that many frames late, across ring wraps and any cycle length; a plain output hears it at once")
     func lookaheadDelay() throws {
         var configuration = Engine.Configuration()

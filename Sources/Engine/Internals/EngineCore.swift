@@ -137,9 +137,11 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
         let argument = core.pointee.frameClockArgument
         cycleStart = _unsafePerformance { clock(argument) }
         // A later start than the last cycle's end (within half the clock's range: not an older
-        // one) means cycles went by without this engine.
-        if let end = core.pointee.lastCycleEnd, cycleStart != end, cycleStart &- end < 0x8000_0000 {
-            _ = core.pointee.missedCycles.add(1, ordering: .relaxed)
+        // one) means cycles went by without this engine: as many as periods fit in the gap, a
+        // part of one counting as one (a gap of many periods is many cycles missed, not one).
+        if let end = core.pointee.lastCycleEnd, cycleStart != end, cycleStart &- end < 0x8000_0000, frames > 0 {
+            let gap = Int(cycleStart &- end)
+            _ = core.pointee.missedCycles.add(UInt64((gap + frames - 1) / frames), ordering: .relaxed)
         }
         core.pointee.lastCycleEnd = cycleStart &+ UInt32(truncatingIfNeeded: frames)
     } else {
