@@ -138,38 +138,65 @@ struct OSCControlTests {
     func scheduledBundle() throws {
         let rig = try OSCRig()
         defer { rig.close() }
-        rig.play(music: 0.5, game: 0.25)
-        rig.expectLevel(.speaker1, 0.75, within: 1e-4)
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
-        rig.recorder.startRecording()
-        Thread.sleep(forTimeInterval: 0.1)   // paced: the take starts with 0.1 s before the bundle
-        let when = Date().timeIntervalSince1970 + 0.5
-        let expectedFrame = rig.recorder.client.frameTime(atMicroseconds: rig.recorder.client.microseconds + 500_000)
-        let drift = Date().timeIntervalSince1970 + 0.5 - when   // time spent between the two readings
-        try client.send(packet: OSCCodec.encodeBundle([
-            OSCMessage("/app/music/gain", [.float(-144)]),
-            OSCMessage("/app/game/gain", [.float(-144)]),
-        ], timetag: OSCTimetag(unixTime: when)))
-        let replies = [try client.receive(timeout: 2) { $0.path == "/reply" }, try client.receive(timeout: 2) { $0.path == "/reply" }]
-        #expect(replies.allSatisfy { $0 != nil }, "both messages are answered")
-        // Record until JACK's clock is 50 ms past the bundle's frame (the 20 ms ramp, and more).
-        try waitFor("JACK's clock to pass the bundle's time", timeout: 5) {
-            let now = rig.recorder.client.frameTime(atMicroseconds: rig.recorder.client.microseconds)
-            return Int32(bitPattern: now &- expectedFrame) > 48000 / 20
+        // A take is judged only when no cycle was missed in it, or when it passes anyway: a cycle
+        // the router or the recorder missed (PipeWire's dummy driver misses some on a loaded
+        // machine; jackd counts them as xruns) moves JACK's frame clock against the wall clock,
+        // and the bundle's time is a wall-clock time. Such a take is played again, three at most.
+        var spoiled: [String] = []
+        for attempt in 1...3 {
+            if attempt > 1 {
+                for app in ["music", "game"] { _ = try ask(client, OSCMessage("/app/\(app)/gain", [.float(0)])) }
+            }
+            rig.play(music: 0.5, game: 0.25)
+            rig.expectLevel(.speaker1, 0.75, within: 1e-4)
+            let missedBefore = try rig.xruns()
+            rig.recorder.startRecording()
+            Thread.sleep(forTimeInterval: 0.1)   // paced: the take starts with 0.1 s before the bundle
+            let when = Date().timeIntervalSince1970 + 0.5
+            let expectedFrame = rig.recorder.client.frameTime(atMicroseconds: rig.recorder.client.microseconds + 500_000)
+            let drift = Date().timeIntervalSince1970 + 0.5 - when   // time spent between the two readings
+            try client.send(packet: OSCCodec.encodeBundle([
+                OSCMessage("/app/music/gain", [.float(-144)]),
+                OSCMessage("/app/game/gain", [.float(-144)]),
+            ], timetag: OSCTimetag(unixTime: when)))
+            let replies = [try client.receive(timeout: 2) { $0.path == "/reply" }, try client.receive(timeout: 2) { $0.path == "/reply" }]
+            #expect(replies.allSatisfy { $0 != nil }, "both messages are answered")
+            // Record until JACK's clock is 50 ms past the bundle's frame (the 20 ms ramp, and more).
+            try waitFor("JACK's clock to pass the bundle's time", timeout: 5) {
+                let now = rig.recorder.client.frameTime(atMicroseconds: rig.recorder.client.microseconds)
+                return Int32(bitPattern: now &- expectedFrame) > 48000 / 20
+            }
+            let take = rig.recorder.stopRecording()
+            let missed = try rig.xruns() - missedBefore
+            let out = take.channels[OSCRig.Channel.speaker1.rawValue]
+            var problems: [String] = []
+            if !(abs(out[0] - 0.75) < 1e-4) { problems.append("the take begins at \(out[0]), not 0.75") }
+            if let moved = out.firstIndex(where: { abs($0 - 0.75) > 1e-4 }),
+               let cycle = take.cycleStarts.last(where: { $0.index <= moved }) {
+                // Which frame that sample was: its cycle's frame time plus its place in the cycle.
+                let frame = cycle.frameTime &+ UInt32(moved - cycle.index)
+                let error = Int(Int32(bitPattern: frame &- expectedFrame)) - Int(drift * 48000)
+                if abs(error) > 256 { problems.append("changed at frame \(frame), expected \(expectedFrame): \(error) frames off") }
+                // Both apps moved in the same sample (one plan): the sum fades as one from 0.75.
+                if moved > 0 && !(abs(out[moved - 1] - 0.75) < 1e-4) { problems.append("the sample before the change is \(out[moved - 1])") }
+                if let end = out[moved...].firstIndex(where: { abs($0) < 1e-6 }) {
+                    if end - moved > 48000 * 25 / 1000 { problems.append("faded out over \(end - moved) frames, not the 20 ms ramp") }
+                } else {
+                    problems.append("never reached silence")
+                }
+            } else {
+                problems.append("the output never changes")
+            }
+            let what = "\(missed) cycles the router missed, \(take.gaps.count) the recorder missed"
+            if !problems.isEmpty && missed + take.gaps.count > 0 && attempt < 3 {
+                spoiled.append("\(what): \(problems.joined(separator: "; "))")
+                continue
+            }
+            if !spoiled.isEmpty { print("scheduledBundle: played again after takes with \(spoiled.joined(separator: " / ")); this one \(what)") }
+            #expect(problems.isEmpty, "\(problems.joined(separator: "; ")) (\(what))")
+            return
         }
-        let take = rig.recorder.stopRecording()
-        let out = take.channels[OSCRig.Channel.speaker1.rawValue]
-        #expect(abs(out[0] - 0.75) < 1e-4)
-        let moved = try #require(out.firstIndex { abs($0 - 0.75) > 1e-4 }, "the output changes")
-        // Which frame that sample was: its cycle's frame time plus its place in the cycle.
-        let cycle = try #require(take.cycleStarts.last { $0.index <= moved })
-        let frame = cycle.frameTime &+ UInt32(moved - cycle.index)
-        let error = Int(Int32(bitPattern: frame &- expectedFrame)) - Int(drift * 48000)
-        #expect(abs(error) <= 256, "changed at frame \(frame), expected \(expectedFrame): \(error) frames off")
-        // Both apps moved in the same sample (one plan): the sum fades as one from 0.75.
-        #expect(abs(out[moved - 1] - 0.75) < 1e-4)
-        let end = try #require(out[moved...].firstIndex { abs($0) < 1e-6 })
-        #expect(end - moved <= 48000 * 25 / 1000, "faded out over the 20 ms ramp")
     }
 
     @Test("/meters: peak bundles at most 20 Hz, every transient between two of them reported (14 one-sample clicks, each in exactly one bundle), stopped by rate 0")
@@ -196,6 +223,7 @@ struct OSCControlTests {
         var arrivals: [Double] = []
         var musicLeft: [Float] = []
         var speakerRight: [Float] = []
+        var clicksPlayed = 0
         let clickLevel = Decibels.level(0.9), steadyLevel = Decibels.level(0.1)
         func reportedClicks() -> Int { musicLeft.filter { abs($0 - clickLevel) < 0.1 }.count }
         func receive(timeout: Double) {
@@ -206,22 +234,45 @@ struct OSCControlTests {
                 if m.arguments.prefix(2) == [.string("route"), .string("speaker")], case let .float(r) = m.arguments[3] { speakerRight.append(r) }
             }
         }
-        let start = Date()
-        var clicksPlayed = 0
-        while Date().timeIntervalSince(start) < 3 {
-            // The clicks at 0.2, 0.4, ... 2.8 s.
-            if clicksPlayed < clicks && Date().timeIntervalSince(start) >= 0.2 * Double(clicksPlayed + 1) {
-                rig.source.setSignal(click, output: 0, fromStart: true)
-                clicksPlayed += 1
+        /// Three seconds of bundles with the clicks at 0.2, 0.4, ... 2.8 s; the number of bundles
+        /// in those three seconds.
+        func listen() -> Int {
+            while meters.receive(timeout: 0) != nil {}   // bundles of an earlier take
+            arrivals = []; musicLeft = []; speakerRight = []; clicksPlayed = 0
+            let start = Date()
+            while Date().timeIntervalSince(start) < 3 {
+                if clicksPlayed < clicks && Date().timeIntervalSince(start) >= 0.2 * Double(clicksPlayed + 1) {
+                    rig.source.setSignal(click, output: 0, fromStart: true)
+                    clicksPlayed += 1
+                }
+                receive(timeout: 0.02)
             }
-            receive(timeout: 0.02)
+            rig.play(music: 0.1)   // no more clicks
+            let listened = arrivals.count
+            // The last click's bundle may still be on its way.
+            let deadline = Date().addingTimeInterval(2)
+            while reportedClicks() < clicks && Date() < deadline { receive(timeout: 0.1) }
+            return listened
         }
-        rig.play(music: 0.1)   // no more clicks
-        let listened = arrivals.count
-        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
-        // The last click's bundle may still be on its way.
-        let deadline = Date().addingTimeInterval(2)
-        while reportedClicks() < clicks && Date() < deadline { receive(timeout: 0.1) }
+        // A click played into a cycle the router missed never reaches a meter (PipeWire's dummy
+        // driver misses some on a loaded machine; jackd counts them as xruns), and a bundle whose
+        // whole interval went by without a cycle reports silence: when the clicks are not all
+        // reported and the router missed cycles, the clicks are played again, three times at most.
+        var listened = 0
+        var spoiled: [String] = []
+        for attempt in 1...3 {
+            let missedBefore = try rig.xruns()
+            listened = listen()
+            let missed = try rig.xruns() - missedBefore
+            let steady = musicLeft.filter { abs($0 - steadyLevel) < 0.1 }.count
+            let clean = reportedClicks() == clicks && steady >= musicLeft.count - clicks - 1
+            if clean || missed == 0 || attempt == 3 {
+                if !spoiled.isEmpty { print("meters: played again after \(spoiled.joined(separator: "; ")); this time \(missed) missed") }
+                break
+            }
+            spoiled.append("\(reportedClicks()) of \(clicks) clicks reported with \(missed) cycles the router missed")
+        }
+        let gaps = zip(arrivals.prefix(listened).dropFirst(), arrivals.prefix(listened)).map { $0 - $1 }
         print(String(format: "meters: %d bundles in 3 s, gaps %.1f-%.1f ms", listened, (gaps.min() ?? 0) * 1000, (gaps.max() ?? 0) * 1000))
         #expect((50...62).contains(listened), "\(listened) bundles in 3 s")
         // Never faster than 20 Hz. Bundles leave on a 50 ms grid, each at the first tick at or
