@@ -52,9 +52,15 @@ struct RouteGraphTests {
         // doing: then steps across cycle boundaries are left out (as in RouterAudioTests).
         let xruns = try rig.xruns() - xrunsBefore
         let allowed = Float(0.5) / (Float(rate) * 0.020) * 1.01
+        // On PipeWire a client can read a whole cycle of silence where the graph ran late, with
+        // neither it nor the router missing a cycle by the frame clock (PipeWire tells no one):
+        // the edges of such a cycle (exact zeros amid the music) are left out there, and counted.
+        let lateCycles = JackServer.Implementation.current == .pipewire ? Self.silentCycles(heard, channel: 0) : []
+        if !lateCycles.isEmpty { print("RouteGraphTests: usbphones read \(lateCycles.count / 2) whole cycle(s) of silence amid the music") }
         let speakerStep = Signals.largestStepAt(left.channels[0], excluding: xruns == 0 ? left.gaps : left.cycleStarts.map(\.index))
         // From silence before the device's first sample (which no xrun excuses).
-        let phonesStep = Signals.largestStepAt([0] + heard.channels[0], excluding: (xruns == 0 ? heard.gaps : heard.cycleStarts.dropFirst().map(\.index)).map { $0 + 1 })
+        let phonesStep = Signals.largestStepAt([0] + heard.channels[0],
+                                               excluding: ((xruns == 0 ? heard.gaps : heard.cycleStarts.dropFirst().map(\.index)) + lateCycles).map { $0 + 1 })
         #expect(speakerStep.size <= allowed && phonesStep.size <= allowed,
                 "largest steps: speaker \(speakerStep.size) at sample \(speakerStep.index - 1)→\(speakerStep.index) of \(left.channels[0].count), usbphones \(phonesStep.size) at sample \(phonesStep.index - 2)→\(phonesStep.index - 1) (-1: before its first); allowed \(allowed) (\(xruns) xruns; usbphones' cycles start at \(heard.cycleStarts.prefix(4).map(\.index)))")
 
@@ -251,5 +257,20 @@ struct RouteGraphTests {
         #expect(observer.prettyName(of: "duckrouter:synth_in_2") == "synth R")
         #expect(observer.prettyName(of: "duckrouter:nav_in_1") == "nav")
         #expect(observer.prettyName(of: "duckrouter:headphones_out_2") == "headphones R")
+    }
+
+    /// Cycles of `take` that are exact silence on `channel` while the samples around them are not:
+    /// the indices of each such cycle's first sample and of the sample after it (the steps into
+    /// and out of it).
+    static func silentCycles(_ take: Recording, channel: Int) -> [Int] {
+        let samples = take.channels[channel]
+        let starts = take.cycleStarts.map(\.index) + [samples.count]
+        var edges: [Int] = []
+        for (start, end) in zip(starts, starts.dropFirst()) where start > 0 && end < samples.count && end > start {
+            if samples[start..<end].allSatisfy({ $0 == 0 }) && samples[start - 1] != 0 && samples[end] != 0 {
+                edges += [start, end]
+            }
+        }
+        return edges
     }
 }

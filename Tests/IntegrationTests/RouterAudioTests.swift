@@ -19,7 +19,10 @@ struct RouterAudioTests {
         let (take, xruns) = try rig.countingXruns { try rig.record(seconds: 1) }
         #expect(take[.speaker1].count >= rig.sampleRate * 9 / 10)
         let expectedLeft = Signals.rmsDecibels(take[.musicL])
-        #expect(abs(expectedLeft - (20 * log10(0.5) - 3.0103)) < 0.01, "the source plays a -9.03 dBFS RMS sine")
+        // The source's peak, not its RMS: a cycle the source missed (PipeWire then gives its
+        // ports silence, and says nothing) lowers the take's RMS by 0.02 dB, in what the router
+        // heard as well as in this reference.
+        #expect(abs(Signals.peakDecibels(take[.musicL]) - 20 * log10(0.5)) < 0.01, "the source plays a 0.5 peak (-9.03 dBFS RMS) sine")
         #expect(abs(Signals.rmsDecibels(take[.speaker1]) - expectedLeft) < 0.05)
         #expect(abs(Signals.rmsDecibels(take[.speaker2]) - Signals.rmsDecibels(take[.musicR])) < 0.05)
         // At unity gain the router passes samples through unchanged, channel for channel.
