@@ -87,8 +87,14 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Remote routes' helpers beside the router (DESIGN.md §8): the zita-njbridge senders the
+        // daemon runs and supervises, and the watches of their far ends over OSC.
+        .target(name: "RemoteRoutes", dependencies: [
+            "OSCTransport", "SessionStore", .product(name: "Logging", package: "swift-log"),
+        ]),
+
         .executableTarget(name: "duckrouter", dependencies: [
-            "RouterCore", "SessionStore", "JackHost", "OSCControl", "HTTPControl", "Zeroconf",
+            "RouterCore", "SessionStore", "JackHost", "OSCControl", "HTTPControl", "Zeroconf", "RemoteRoutes",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -133,6 +139,10 @@ let package = Package(
         .testTarget(name: "RouterCoreTests", dependencies: ["RouterCore", "Engine", "Policy", "SessionStore"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
         .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport", "CAllocCounter"]),
+        .testTarget(name: "RemoteRoutesTests", dependencies: [
+            "RemoteRoutes", "OSCTransport", "SessionStore",
+            .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+        ]),
         .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),
         .testTarget(name: "HTTPControlTests", dependencies: [
             "HTTPControl", "OSCTransport", "Policy",

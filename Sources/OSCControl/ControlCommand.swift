@@ -18,6 +18,9 @@ public enum ControlCommand: Equatable, Sendable {
     /// Peak meters to `url` (nil: the sender) at `rate` Hz (0 stops them).
     case meters(url: String?, rate: Double)
     case state
+    /// `/ping`: answered with the router's JACK client name (a far router watching this one, a
+    /// control surface's connection light).
+    case ping
 
     public enum Query: Equatable, Sendable {
         case appVolume(String), appGain(String), appRemote(String), appNotify(String), appCategory(String)
@@ -85,6 +88,7 @@ public enum ControlCommand: Equatable, Sendable {
             guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 20 means 20), got \(rate)") }
             command = .meters(url: try a.optionalURL(), rate: min(rate, 20))
         case "state" where parts.count == 1: command = .state
+        case "ping" where parts.count == 1: command = .ping
         default: throw unknown(message.path)
         }
         try a.finish()

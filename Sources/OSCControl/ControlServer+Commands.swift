@@ -60,6 +60,8 @@ extension ControlServer {
             return [.float(Float(rate)), .string(key)]
         case .state:
             return [.string(stateJSON())]
+        case .ping:
+            return [.string(router.jackClientName())]
         }
     }
 

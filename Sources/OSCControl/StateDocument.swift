@@ -39,6 +39,8 @@ struct StateDocument: Encodable {
         var ports: [String]
         var destinations: [String]
         var available: Bool
+        /// A watched remote route's far end answers (absent for other routes).
+        var farEndAnswers: Bool?
         var volume: Double
         var gainDb: Double
     }
@@ -155,7 +157,7 @@ struct StateDocument: Encodable {
         func level(_ dB: Double) -> Double { max(dB, Double(Decibels.floor)) }
         let routes = status.routes.map {
             Route(name: $0.name, ports: $0.ports, destinations: $0.destinations, available: $0.available,
-                  volume: $0.volume, gainDb: level($0.gainDecibels))
+                  farEndAnswers: $0.farEndAnswers, volume: $0.volume, gainDb: level($0.gainDecibels))
         }
         let ducking = Ducking(level: policy.ducking.level, attack: policy.ducking.attack, release: policy.ducking.release,
                               rules: policy.ducking.rules.map { Ducking.Rule(ducker: $0.ducker, ducked: $0.ducked, level: $0.level, attack: $0.attack, release: $0.release) })

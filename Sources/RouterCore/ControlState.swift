@@ -39,13 +39,18 @@ struct RouteState {
     var gain: Float
     var pendingRamp: Int32?
     /// Whether every destination port exists in the JACK graph (a route without destination
-    /// ports always is). The route is available while present and enabled.
+    /// ports always is). The route is available while present, enabled and its far end answers.
     var present = true
     /// When the last of its destination ports appeared: uptime (ns) before which the route is not
     /// taken as present, so the connections just made carry audio when audio moves there.
     var settlesAt: UInt64?
     /// What `/route/<route>/available` last said (for devices JACK cannot see); default yes.
     var enabled = true
+    /// Whether the far end of a watched remote route answers (`Router.setFarEndAnswers`): false
+    /// until it first does. Always true for a route whose far end is not watched.
+    var farEndAnswers = true
+    /// The route's far end is watched (a zita-njbridge route with `watch`).
+    var farEndWatched = false
     /// Milliseconds this route hears its inputs late (look-ahead for talkover), 0: none.
     var lookahead: Double = 0
 }

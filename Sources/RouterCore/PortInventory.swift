@@ -42,8 +42,13 @@ struct PortInventory {
         guard let slots = outputSlots.take(route.channelCount) else {
             throw .capacity("route '\(route.name)' needs \(route.channelCount) output channels; the engine has \(outputSlots.available) left")
         }
-        routes.append(RouteState(name: route.name, channelCount: route.channelCount, meterSlots: slots,
-                                 destinations: route.ports, gain: gain, lookahead: route.lookahead))
+        var state = RouteState(name: route.name, channelCount: route.channelCount, meterSlots: slots,
+                               destinations: route.ports, gain: gain, lookahead: route.lookahead)
+        if case let .zitaNjbridge(bridge)? = route.remote, bridge.watch != nil {
+            state.farEndWatched = true
+            state.farEndAnswers = false
+        }
+        routes.append(state)
     }
 
     // MARK: - Registering on a client

@@ -222,9 +222,10 @@ extension Router {
     }
 
     /// Follows the JACK graph: a route is present while all its destination ports exist. When
-    /// that changes (a device's ports appeared or vanished) the policy hears that the route became
-    /// available or unavailable (DESIGN.md §5.9): last in wins, private routes stop what played
-    /// through them. `port`: only routes with that destination; nil: every route.
+    /// that changes (a device's ports appeared or vanished, or a remote route's far end began or
+    /// stopped answering) the policy hears that the route became available or unavailable
+    /// (DESIGN.md §5.9): last in wins, private routes stop what played through them. `port`: only
+    /// routes with that destination; nil: every route.
     func updateRoutePresence(port: String? = nil) {
         // While the server is away nothing is known of the graph: routes stay as they were.
         guard let client = link.client else { return }
@@ -235,9 +236,11 @@ extension Router {
             inventory.routes[index].settlesAt = nil
             inventory.routes[index].present = present
             let name = inventory.routes[index].name
-            let available = present && inventory.routes[index].enabled
+            let answers = inventory.routes[index].farEndAnswers
+            let available = present && inventory.routes[index].enabled && answers
             guard available != policy.state.availableRoutes.contains(name) else { continue }
-            logger.info(present ? "a route's device is there" : "a route's device is missing", metadata: ["route": "\(name)"])
+            logger.info(!present ? "a route's device is missing" : answers ? "a route's device is there" : "a remote route's far end does not answer",
+                        metadata: ["route": "\(name)"])
             do throws(RouterError) {
                 _ = try performOnQueue([Change(.setRouteAvailable(route: name, available))], fromGraph: true)
             } catch {

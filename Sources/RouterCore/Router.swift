@@ -301,6 +301,18 @@ public final class Router: @unchecked Sendable {
         try perform(.setSystemVolume(route: route, .position(position)))
     }
 
+    /// What the watch of a remote route's far end found (`RemoteRoutes.FarEndWatch`): the route
+    /// is available only while its far end answers, as well as while its ports exist. A change
+    /// while the server is away is kept and applied when the router is back on one.
+    public func setFarEndAnswers(route: String, _ answers: Bool) {
+        queue.sync {
+            guard !stopped, let index = inventory.routeIndex(route), inventory.routes[index].farEndWatched,
+                  inventory.routes[index].farEndAnswers != answers else { return }
+            inventory.routes[index].farEndAnswers = answers
+            updateRoutePresence()
+        }
+    }
+
     /// The policy's state: apps' sessions, silent switch, volumes, interruptions, ducking.
     public var policyState: PolicyState { queue.sync { policy.state } }
 

@@ -22,6 +22,8 @@ public struct RouterStatus: Sendable, Equatable {
         public var destinations: [String]
         /// Whether the route's device is there (the session's routes start available).
         public var available: Bool
+        /// For a remote route whose far end is watched: whether it answers now.
+        public var farEndAnswers: Bool?
         public var volume: Double
         public var gainDecibels: Double
         public var peakDecibels: [Double]

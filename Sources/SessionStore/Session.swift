@@ -24,6 +24,12 @@ public struct Session: Equatable, Sendable {
     /// The routes reached over netjack2 (the router then loads `netmanager`).
     public var netJack2Routes: [String] { routes.filter { $0.remote?.engine == .netjack2 }.map(\.name) }
     public var usesNetJack2: Bool { !netJack2Routes.isEmpty }
+    /// The routes reached over zita-njbridge (the daemon runs a sender for each).
+    public var bridgedRoutes: [(route: Route, bridge: Remote.Bridge)] {
+        routes.compactMap { route in
+            if case let .zitaNjbridge(bridge)? = route.remote { (route, bridge) } else { nil }
+        }
+    }
 
     public init() {}
 
@@ -74,26 +80,73 @@ public struct Session: Equatable, Sendable {
     }
 
     /// Where a remote route's audio goes: the engine that carries it and the far end.
-    public struct Remote: Equatable, Sendable {
-        public enum Engine: String, Sendable, CaseIterable {
-            /// jackd2's netjack2: the far end (`jack_load netadapter` beside its device, or
-            /// `jackd -d net`) joins this server's `netmanager` under the name `peer`, which
-            /// becomes a client here with ports `<peer>:to_slave_<n>`, present while it is joined.
-            case netjack2
-        }
-        public var engine: Engine
-        /// The name the far end joins under (netadapter's or `jackd -d net`'s `-n`).
-        public var peer: String
+    public enum Remote: Equatable, Sendable {
+        /// jackd2's netjack2: the far end (`jack_load netadapter` beside its device, or
+        /// `jackd -d net`) joins this server's `netmanager` under the name `peer`, which becomes a
+        /// client here with ports `<peer>:to_slave_<n>`, present while it is joined.
+        case netjack2(peer: String)
+        /// zita-njbridge: the router runs `zita-j2n` (a JACK client here, ports `<client>:in_<n>`)
+        /// sending to `zita-n2j` on the far host, and watches the far end (`Bridge.watch`).
+        case zitaNjbridge(Bridge)
 
-        public init(engine: Engine, peer: String) {
-            self.engine = engine
-            self.peer = peer
+        public enum Engine: String, Sendable, CaseIterable {
+            case netjack2
+            case zitaNjbridge = "zita-njbridge"
+        }
+
+        public var engine: Engine {
+            switch self {
+            case .netjack2: .netjack2
+            case .zitaNjbridge: .zitaNjbridge
+            }
         }
 
         /// The destination ports of a route of `channels` channels to this far end.
         public func ports(channels: Int) -> [String] {
-            switch engine {
-            case .netjack2: (1...channels).map { "\(peer):to_slave_\($0)" }
+            switch self {
+            case let .netjack2(peer): (1...channels).map { "\(peer):to_slave_\($0)" }
+            case let .zitaNjbridge(bridge): (1...channels).map { "\(bridge.client):in_\($0)" }
+            }
+        }
+
+        /// A one-way zita-njbridge link: the sender the router runs, and how it knows the far end
+        /// is there (the bridge itself says nothing: its sender's ports exist whether or not
+        /// anyone receives).
+        public struct Bridge: Equatable, Sendable {
+            /// Where `zita-n2j` listens: the far host's address (or a multicast group) and port.
+            public var host: String
+            public var port: Int
+            /// The sample format on the wire (zita-j2n's `--16bit`, `--24bit`, `--float`).
+            public var format: SampleFormat = .int24
+            /// The JACK client name of the sender the router runs (`--jname`): its ports are the
+            /// route's. Default `j2n-<route>`.
+            public var client: String
+            /// The UDP port of the far end's duckrouter, asked `/ping` every `Bridge.pingInterval`:
+            /// the route is there while it answers. nil: not watched (the route is there while its
+            /// sender runs).
+            public var watch: Int? = 9951
+
+            public init(host: String, port: Int, client: String) {
+                self.host = host
+                self.port = port
+                self.client = client
+            }
+
+            public enum SampleFormat: String, Sendable, CaseIterable {
+                case int16 = "16bit", int24 = "24bit", float
+            }
+
+            /// How often the far end is asked, and how long it may go without answering before
+            /// the route is taken as gone (docs/NETWORK.md gives the detection time from these).
+            public static let pingInterval = 0.25
+            public static let silenceLimit = 1.0
+
+            /// zita-j2n's command line for `channels` channels, joining JACK server `server`
+            /// (nil: libjack's default, `$JACK_DEFAULT_SERVER`).
+            public func senderArguments(channels: Int, server: String?) -> [String] {
+                var arguments = ["--jname", client, "--chan", "\(channels)", "--\(format.rawValue)"]
+                if let server { arguments += ["--jserv", server] }
+                return arguments + [host, "\(port)"]
             }
         }
     }

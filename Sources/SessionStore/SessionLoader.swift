@@ -10,6 +10,7 @@ public enum SessionLoader {
         "http": ["port"],
         "route": ["name", "ports", "remote", "channels", "private", "builtIn", "lookahead"],
         "remote": ["engine", "peer"],
+        "remote zita-njbridge": ["engine", "host", "port", "format", "client", "watch"],
         "netjack2": ["address", "port"],
         "input": ["ports"],
         "ducking": ["level", "attack", "release", "rules"],
@@ -174,6 +175,13 @@ struct Validator {
         for (path, fields, name) in namedItems(value, "routes", kind: "route") {
             if fields["remote"] != nil || fields["channels"] != nil {
                 guard var route = remoteRoute(name: name, fields, path) else { continue }
+                // Two senders under one JACK client name: JACK would rename the second, and both
+                // routes would patch to the first's ports.
+                if case let .zitaNjbridge(bridge)? = route.remote,
+                   let other = routes.first(where: { if case let .zitaNjbridge(b)? = $0.remote { b.client == bridge.client } else { false } }) {
+                    fail("\(path).remote.client", "'\(bridge.client)' is already the sender of route '\(other.name)': give each its own 'client'")
+                    continue
+                }
                 if let v = fields["private"], let b = bool(v, "\(path).private") { route.isPrivate = b }
                 if let v = fields["builtIn"], let b = bool(v, "\(path).builtIn") { route.isBuiltIn = b }
                 if fields["lookahead"] != nil { fail("\(path).lookahead", "a remote route takes no look-ahead here (its engine adds its own latency)") }

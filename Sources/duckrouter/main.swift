@@ -6,6 +6,7 @@ import Zeroconf
 import JackHost
 import Logging
 import OSCControl
+import RemoteRoutes
 import RouterCore
 import SessionStore
 import Synchronization
@@ -256,11 +257,17 @@ struct Run: ParsableCommand {
         signals.name = "duckrouter.signals"
         signals.start()
 
+        // The senders and far-end watches of routes over zita-njbridge (docs/NETWORK.md), made
+        // once the router exists; the router's reconnection reaches them through this.
+        let remotes = LateBound<RemoteRoutes>()
         let router: Router
         do {
             // A server that goes away is waited for (docs/RELIABILITY.md): libjack's complaints
             // while it is away are only debug lines, the router's own say what happens.
-            configuration.onJackConnection = { isConnected in connected.store(isConnected, ordering: .relaxed) }
+            configuration.onJackConnection = { isConnected in
+                connected.store(isConnected, ordering: .relaxed)
+                if isConnected { remotes.value?.jackReturned() }
+            }
             router = try Router(configuration: configuration, logger: logger)
         } catch {
             printError("duckrouter: \(error)")
@@ -281,6 +288,13 @@ struct Run: ParsableCommand {
             throw ExitCode(1)
         }
         control.start()
+        // Senders and watches once nothing else can fail at start (a taken OSC port would start
+        // and kill them).
+        let remoteRoutes = RemoteRoutes(session: restored, server: server, logger: Logger(label: "duckrouter.remote")) { route, answers in
+            router.setFarEndAnswers(route: route, answers)
+        }
+        remotes.value = remoteRoutes
+        remoteRoutes.start()
 
         if let http {
             http.attach(control)
@@ -347,6 +361,7 @@ struct Run: ParsableCommand {
         http?.stop()
         control.stop()
         router.stop()      // hands over a pending save
+        remoteRoutes.stop()   // senders after the router: their ports going is not a route lost
         saves.sync {}      // and waits for it to be written
         Foundation.exit(0)
     }
@@ -397,6 +412,18 @@ final class Reloader: @unchecked Sendable {
             return
         }
         queue.async(execute: body)
+    }
+}
+
+/// A value set once, after the closures that read it were made (under a lock: NSLock, which
+/// TSan sees).
+final class LateBound<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: `stored` is read and written only under `lock`.
+    private let lock = NSLock()
+    private var stored: Value?
+    var value: Value? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }
 

@@ -75,11 +75,7 @@ struct RemoteRouteTests {
 
         let netPort = Int.random(in: 20000...29999)
         let oscPort = Int.random(in: 30000...39999)   // inside the router's host: nothing else listens there
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-remote-\(getpid())-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let session = folder.appendingPathComponent("stage.json")
-        try """
+        let daemon = try HostDaemon(host: hosts.a, server: router, session: """
             {
               "netjack2": {"address": "\(NetworkHosts.addressA)", "port": \(netPort)},
               "routes": [
@@ -89,28 +85,14 @@ struct RemoteRouteTests {
               "apps": [{"name": "music", "category": "playback", "connect": ["source:out_[12]"], "active": true}],
               "osc": {"port": \(oscPort)}
             }
-            """.write(to: session, atomically: true, encoding: .utf8)
-        let log = folder.appendingPathComponent("router.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        daemon.arguments = ["netns", "exec", hosts.a, DaemonTests.binary.path, "--server", router.name, "--http-port", "0",
-                            "--state", folder.appendingPathComponent("stage.state.json").path, session.path]
-        daemon.environment = ProcessInfo.processInfo.environment
-            .merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/duckrouter-tests-have-no-system-bus"]) { $1 }
-        let logHandle = try FileHandle(forWritingTo: log)
-        daemon.standardError = logHandle
-        daemon.standardOutput = FileHandle.nullDevice
-        Launcher.tieToTestProcess(daemon)
-        try Launcher.shared.run(daemon)
-        try? logHandle.close()
-        defer { if daemon.isRunning { daemon.terminate(); finish(daemon) } }
-        var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+            """)
+        defer { daemon.close() }
+        var logText: String { daemon.logText }
 
         // OSC from inside the router's host (its 127.0.0.1).
-        let client = try NetworkHosts.inside(hosts.a) { try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: UInt16(oscPort))) }
-        let watcher = try NetworkHosts.inside(hosts.a) { try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: UInt16(oscPort))) }
-        try waitFor("the router to answer OSC", timeout: 10) { daemon.isRunning && (try? ask(client, OSCMessage("/state"))) != nil }
+        let client = try HostDaemon.client(on: hosts.a, to: "127.0.0.1", port: oscPort)
+        let watcher = try HostDaemon.client(on: hosts.a, to: "127.0.0.1", port: oscPort)
+        try waitFor("the router to answer OSC", timeout: 10) { daemon.process.isRunning && (try? ask(client, OSCMessage("/state"))) != nil }
         #expect(logText.contains("loaded netmanager"), "\(logText)")
         #expect(try ask(watcher, OSCMessage("/subscribe"))?.path == "/reply")
         func rms(_ recorder: TestClient, seconds: Double = 0.3) -> Double {
@@ -174,9 +156,7 @@ struct RemoteRouteTests {
         try patchReturn()
         try waitFor("the sine back at the stage box", timeout: 3) { abs(rms(returned) - -15.05) < 0.1 }
         // The router stops first, then the stage box: each leaves as a person would shut down.
-        daemon.terminate()
-        finish(daemon)
-        #expect(daemon.terminationReason == .exit && daemon.terminationStatus == 0, "the router stopped cleanly: \(logText)")
+        #expect(daemon.stop(), "the router stopped cleanly: \(logText)")
         stage?.server.stop()
     }
 }

@@ -145,6 +145,7 @@ let decodings: [Decoding] = [
     Decoding("meters 0 stops them", "/meters", [.int32(0)], .meters(url: nil, rate: 0)),
     Decoding("meters to an address", "/meters", [.float(10), .string(udp)], .meters(url: udp, rate: 10)),
     Decoding("state", "/state", [], .state),
+    Decoding("ping", "/ping", [], .ping),
 ]
 
 @Suite("ControlCommand.decode: what each path becomes")

@@ -118,12 +118,16 @@ struct SessionSchemaTests {
         func keys(_ object: Any?) -> Set<String> { Set(((object as? [String: Any])?["properties"] as? [String: Any] ?? [:]).keys) }
         let ducking = top["ducking"]
         let rule = ((ducking?["properties"] as? [String: Any])?["rules"] as? [String: Any])?["items"]
-        let found: [String: Set<String>] = [
+        var found: [String: Set<String>] = [
             "session": Set(top.keys), "osc": keys(top["osc"]), "http": keys(top["http"]), "route": keys(defs["route"]), "input": keys(top["input"]),
             "ducking": keys(ducking), "duckingRule": keys(rule), "app": keys(defs["app"]), "volumes": keys(top["volumes"]),
             "signal": keys(((defs["app"] as? [String: Any])?["properties"] as? [String: Any])?["signal"]),
-            "remote": keys(((defs["route"] as? [String: Any])?["properties"] as? [String: Any])?["remote"]), "netjack2": keys(top["netjack2"]),
+            "netjack2": keys(top["netjack2"]),
         ]
+        // A remote route's fields, one shape per engine.
+        let engines = (((defs["route"] as? [String: Any])?["properties"] as? [String: Any])?["remote"] as? [String: Any])?["oneOf"] as? [Any]
+        found["remote"] = keys(engines?.first)
+        found["remote zita-njbridge"] = keys(engines?.dropFirst().first)
         #expect(found == SessionLoader.fields)
     }
 

@@ -40,7 +40,7 @@ struct SessionLoaderTests {
                         {"name": "foh", "ports": ["system:playback_1"]}]}
             """#)
         #expect(session.routes[0].ports == ["stagebox:to_slave_1", "stagebox:to_slave_2", "stagebox:to_slave_3"])
-        #expect(session.routes[0].remote == Session.Remote(engine: .netjack2, peer: "stagebox") && session.routes[0].isPrivate)
+        #expect(session.routes[0].remote == .netjack2(peer: "stagebox") && session.routes[0].isPrivate)
         #expect(session.netjack2.loadArguments == "-a 10.0.0.1 -p 19100")
         let local = try parse(#"{"routes": [{"name": "foh", "ports": ["system:playback_1"]}]}"#)
         #expect(session.usesNetJack2 && !local.usesNetJack2)
@@ -48,8 +48,30 @@ struct SessionLoaderTests {
         #expect(try parse("{}").netjack2.loadArguments == "-a 225.3.19.154 -p 19000", "netjack2's own defaults")
     }
 
-    @Test("a broken remote route or netjack2 setting is refused with the field", arguments: [
-        (#"{"routes": [{"name": "s", "remote": {"engine": "jacktrip", "peer": "p"}}]}"#, "routes[0].remote.engine: expected one of 'netjack2', got 'jacktrip'"),
+    @Test("a remote route over zita-njbridge: the sender's ports, its command line, the far end watched by default")
+    func bridgedRoute() throws {
+        let session = try parse(#"""
+            {"routes": [{"name": "stage", "remote": {"engine": "zita-njbridge", "host": "10.77.0.2", "port": 30123}, "private": true},
+                        {"name": "tx", "channels": 1,
+                         "remote": {"engine": "zita-njbridge", "host": "tx.local", "port": 30124, "format": "float", "client": "to-tx", "watch": false}},
+                        {"name": "foh", "ports": ["system:playback_1"]}]}
+            """#)
+        #expect(session.routes[0].ports == ["j2n-stage:in_1", "j2n-stage:in_2"])
+        guard case let .zitaNjbridge(stage)? = session.routes[0].remote, case let .zitaNjbridge(tx)? = session.routes[1].remote else {
+            Issue.record("not bridged: \(session.routes)")
+            return
+        }
+        #expect(stage.watch == 9951 && stage.format == .int24 && session.routes[0].isPrivate)
+        #expect(stage.senderArguments(channels: 2, server: nil) == ["--jname", "j2n-stage", "--chan", "2", "--24bit", "10.77.0.2", "30123"])
+        #expect(session.routes[1].ports == ["to-tx:in_1"] && tx.watch == nil)
+        #expect(tx.senderArguments(channels: 1, server: "show") == ["--jname", "to-tx", "--chan", "1", "--float", "--jserv", "show", "tx.local", "30124"])
+        #expect(session.bridgedRoutes.map(\.route.name) == ["stage", "tx"] && !session.usesNetJack2)
+        let group = try parse(#"{"routes": [{"name": "m", "remote": {"engine": "zita-njbridge", "host": "239.1.2.3", "port": 1, "watch": false}}]}"#)
+        #expect(group.bridgedRoutes.count == 1, "a multicast group, not watched")
+    }
+
+    @Test("a broken remote route, bridge or netjack2 setting is refused with the field", arguments: [
+        (#"{"routes": [{"name": "s", "remote": {"engine": "jacktrip", "peer": "p"}}]}"#, "routes[0].remote.engine: expected one of 'netjack2', 'zita-njbridge', got 'jacktrip'"),
         (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2"}}]}"#, "routes[0].remote.peer"),
         (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "a:b"}}]}"#, "routes[0].remote.peer: expected the name the far end joins under"),
         (#"{"routes": [{"name": "s", "ports": ["a:b"], "remote": {"engine": "netjack2", "peer": "p"}}]}"#, "routes[0].ports: a remote route's ports are its engine's"),
@@ -57,6 +79,15 @@ struct SessionLoaderTests {
         (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p"}, "channels": 0}]}"#, "routes[0].channels"),
         (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p"}, "lookahead": 20}]}"#, "routes[0].lookahead: a remote route takes no look-ahead"),
         (#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p", "host": "x"}}]}"#, "routes[0].remote.host: unknown field"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "port": 1}}]}"#, "routes[0].remote.host"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "a b", "port": 1}}]}"#, "routes[0].remote.host: expected the far host's address or name"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 70000}}]}"#, "routes[0].remote.port"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "format": "32bit"}}]}"#, "routes[0].remote.format: expected one of '16bit', '24bit', 'float'"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "watch": true}}]}"#, "routes[0].remote.watch: expected the far duckrouter's OSC port"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "peer": "p"}}]}"#, "routes[0].remote.peer: unknown field"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "-x", "port": 1}}]}"#, "routes[0].remote.host: expected the far host's address or name"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "239.1.2.3", "port": 1}}]}"#, "routes[0].remote.watch: '239.1.2.3' is a multicast group"),
+        (#"{"routes": [{"name": "a", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "client": "tx"}}, {"name": "b", "remote": {"engine": "zita-njbridge", "host": "h", "port": 2, "client": "tx"}}]}"#, "routes[1].remote.client: 'tx' is already the sender of route 'a'"),
         (#"{"netjack2": {"address": "stagebox.local"}}"#, "netjack2.address: expected an IPv4 or IPv6 address"),
         (#"{"netjack2": {"port": 0}}"#, "netjack2.port"),
     ])

@@ -1,0 +1,125 @@
+import Foundation
+import Logging
+
+/// One sender the daemon runs for a remote route (`zita-j2n`), kept running: started at once,
+/// started again after it exits (backoff from `firstDelay`, doubling up to `maximumDelay`, back to
+/// the first after a run of `steadyRun`), its output logged line by line, stopped cleanly.
+///
+/// Owns: its thread (which starts the child and waits for it), the child. The child is started
+/// through `setpriv --pdeathsig TERM` when setpriv exists (util-linux): if the daemon dies without
+/// stopping it (SIGKILL, a crash), the kernel stops the child too, so no orphan sender keeps the
+/// route's JACK client name (a new daemon's sender would get another name, and other ports). The
+/// death signal follows the thread that started the child, which is why one thread per sender
+/// starts and waits for it for the sender's whole life.
+public final class BridgeSender: @unchecked Sendable {
+    // @unchecked: `stopping` and `child` are read and written only under `lock`; `thread` is set
+    // by start, before stop; the rest is set in init.
+    public let route: String
+    private let command: (path: String, arguments: [String])
+    /// The sender's own name (zita-j2n), for messages.
+    private let name: String
+    private let logger: Logger
+    private let lock = NSLock()
+    private var stopping = false
+    /// The running child, until its thread reaps it: a signal sent under the lock never reaches
+    /// a reused pid.
+    private var child: ChildProcess?
+    /// Cuts a wait between runs short (stop, or the JACK server back).
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private var thread: Thread?
+
+    public static let firstDelay = 0.5
+    public static let maximumDelay = 5.0
+    public static let steadyRun = 30.0
+    /// What the sender's JACK client is started with: never starting a JACK server of its own
+    /// (libjack would, when none runs and this is unset).
+    static let environment = ["JACK_NO_START_SERVER": "1"]
+
+    /// `executable`: the sender's full path; `arguments`: its arguments.
+    public init(route: String, executable: String, arguments: [String], logger: Logger) {
+        self.route = route
+        self.logger = logger
+        name = URL(fileURLWithPath: executable).lastPathComponent
+        if let setpriv = ChildProcess.find("setpriv") {
+            command = (setpriv, ["--pdeathsig", "TERM", "--", executable] + arguments)
+        } else {
+            logger.warning("setpriv (util-linux) not found: the sender would outlive a daemon that is killed", metadata: ["route": "\(route)"])
+            command = (executable, arguments)
+        }
+    }
+
+    public func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "duckrouter.send"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Starts the sender again now if it is waiting to (the JACK server is back: a sender that
+    /// found no server need not wait out its backoff).
+    public func restartSoon() {
+        wake.signal()
+    }
+
+    /// Stops the sender (SIGTERM; SIGKILL after 2 s) and waits for its thread to end. Once: a
+    /// second call returns at once.
+    public func stop() {
+        let first = lock.withLock {
+            defer { stopping = true }
+            child?.send(SIGTERM)
+            wake.signal()
+            return !stopping
+        }
+        guard first, thread != nil else { return }
+        if finished.wait(timeout: .now() + 2) == .timedOut {
+            lock.withLock { child?.send(SIGKILL) }
+            if finished.wait(timeout: .now() + 5) == .timedOut {
+                logger.error("\(name) did not end after SIGKILL; not waiting for it", metadata: ["route": "\(route)"])
+            }
+        }
+    }
+
+    private func run() {
+        defer { finished.signal() }
+        var delay = Self.firstDelay
+        while true {
+            let started = Date()
+            let spawned: ChildProcess
+            do {
+                spawned = try lock.withLock { () throws(ChildProcess.SpawnError) -> ChildProcess in
+                    if stopping { throw ChildProcess.SpawnError(description: "stopping") }
+                    let started = try ChildProcess.spawn(command.path, command.arguments, environment: Self.environment)
+                    child = started
+                    return started
+                }
+                logger.info("\(name) started", metadata: ["route": "\(route)", "pid": "\(spawned.pid)"])
+                spawned.readLines { line in
+                    logger.notice("\(name): \(line)", metadata: ["route": "\(route)"])
+                }
+                // Its output ended: it has exited, or closed its output and runs on (stop's
+                // signals still reach it). Out of reach of them only once it has exited, before
+                // it is reaped (its pid is free after).
+                spawned.awaitExit()
+                lock.withLock { child = nil }
+                let ending = spawned.wait()
+                if lock.withLock({ stopping }) {
+                    logger.info("\(name) stopped (\(ending))", metadata: ["route": "\(route)"])
+                    return
+                }
+                if Date().timeIntervalSince(started) >= Self.steadyRun { delay = Self.firstDelay }
+                logger.warning("\(name) exited (\(ending)); starting it again in \(delay) s", metadata: ["route": "\(route)"])
+            } catch {
+                if lock.withLock({ stopping }) { return }
+                logger.error("\(error); trying again in \(delay) s", metadata: ["route": "\(route)"])
+            }
+            // Wake-ups that came while it ran are spent: they must not cut this wait short (a stop
+            // is seen by the check after them).
+            while wake.wait(timeout: .now()) == .success {}
+            if lock.withLock({ stopping }) { return }
+            let woken = wake.wait(timeout: .now() + delay) == .success
+            if lock.withLock({ stopping }) { return }
+            delay = woken ? Self.firstDelay : min(delay * 2, Self.maximumDelay)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Logging
+import OSCTransport
+import SessionStore
+
+/// Watches the far end of a one-way remote route (zita-njbridge, which tells nothing of its
+/// receiver): asks the far host's duckrouter `/ping` over UDP every `interval` and says whether it
+/// answers. It answers from its first reply; it stops answering when `silence` has gone by since
+/// the last (checked at each ask), so a far end that goes is seen `silence` to `silence +
+/// interval` after its last answer, and one that comes back within `interval` of answering.
+///
+/// Owns: its thread and its UDP socket (an `OSCClient`, not connected: the far duckrouter answers
+/// from another socket than the one it was asked on). Tells only `onChange`, from its thread, and
+/// never after `stop` has returned.
+public final class FarEndWatch: @unchecked Sendable {
+    // @unchecked: `stopping` is read and written only under `lock`; `thread` is set by start,
+    // before stop; the rest is set in init.
+    public let route: String
+    private let host: String
+    private let port: UInt16
+    private let interval: Double
+    private let silence: Double
+    private let logger: Logger
+    private let onChange: @Sendable (Bool) -> Void
+    private let lock = NSLock()
+    private var stopping = false
+    private let finished = DispatchSemaphore(value: 0)
+    private var thread: Thread?
+
+    public init(route: String, host: String, port: Int, interval: Double = Session.Remote.Bridge.pingInterval,
+                silence: Double = Session.Remote.Bridge.silenceLimit, logger: Logger,
+                onChange: @escaping @Sendable (_ answers: Bool) -> Void) {
+        self.route = route
+        self.host = host
+        self.port = UInt16(clamping: port)
+        self.interval = interval
+        self.silence = silence
+        self.logger = logger
+        self.onChange = onChange
+    }
+
+    public func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "duckrouter.watch"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Stops asking; returns once the thread has ended (within one `interval`, or a name lookup
+    /// under way). Once: a second call returns at once.
+    public func stop() {
+        let first = lock.withLock {
+            defer { stopping = true }
+            return !stopping
+        }
+        if first, thread != nil { finished.wait() }
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    private func run() {
+        defer { finished.signal() }
+        let url = OSCURL(transport: .udp, host: host, port: port)
+        var client: OSCClient?
+        var unreachable: String?
+        var refused: String?
+        var lastAnswer: Date?
+        var answers = false
+        let ping = OSCCodec.encode(OSCMessage("/ping"))
+        while !isStopping {
+            let tick = Date()
+            if client == nil {
+                // A name is looked up here (it may block): on this thread, again each interval
+                // until it resolves.
+                do throws(OSCServerError) {
+                    client = try OSCClient(url)
+                    unreachable = nil
+                } catch {
+                    if unreachable != error.description {
+                        logger.error("cannot watch the far end at \(host):\(port): \(error)", metadata: ["route": "\(route)"])
+                        unreachable = error.description
+                    }
+                }
+            }
+            if let client {
+                do throws(OSCServerError) {
+                    try client.send(packet: ping)
+                    while true {
+                        let wait = interval - Date().timeIntervalSince(tick)
+                        guard wait > 0, let packet = try client.receive(timeout: wait) else { break }
+                        for message in OSCClient.messages(in: packet) where message.arguments.first == .string("/ping") {
+                            if message.path == "/reply" {
+                                lastAnswer = Date()
+                                refused = nil
+                            } else if message.path == "/error", refused == nil {
+                                // Its osc.allow leaves this host out (-5), most likely: said once.
+                                refused = message.arguments.dropFirst().map { argument -> String in
+                                    switch argument {
+                                    case let .int32(code): "\(code)"
+                                    case let .string(text): text
+                                    default: "\(argument)"
+                                    }
+                                }.joined(separator: " ")
+                                logger.error("the far end refuses to answer: \(refused ?? "")", metadata: ["route": "\(route)", "at": "\(host):\(port)"])
+                            }
+                        }
+                    }
+                } catch {
+                    // A send refused (no route to the host: the link is down) is an unanswered ask.
+                    logger.debug("ping: \(error)", metadata: ["route": "\(route)"])
+                }
+            }
+            let now = Date()
+            let answering = lastAnswer.map { now.timeIntervalSince($0) <= silence } ?? false
+            if answering != answers {
+                answers = answering
+                if answering {
+                    logger.notice("the far end answers", metadata: ["route": "\(route)", "at": "\(host):\(port)"])
+                } else {
+                    logger.warning("the far end stopped answering", metadata: ["route": "\(route)", "at": "\(host):\(port)",
+                                                                              "silentFor": "\(String(format: "%.2f", now.timeIntervalSince(lastAnswer ?? now))) s"])
+                }
+                if !isStopping { onChange(answering) }
+            }
+            let rest = interval - Date().timeIntervalSince(tick)
+            if rest > 0 { Thread.sleep(forTimeInterval: rest) }
+        }
+    }
+}

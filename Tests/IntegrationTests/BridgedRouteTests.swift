@@ -1,0 +1,263 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// Issue 18, acceptance 2: a speaker on another machine over zita-njbridge, a one-way bridge that
+/// tells nothing of its far end. The router's host runs the router, which runs and supervises
+/// `zita-j2n`; the stage box (the other namespace) runs `zita-n2j` into its jackd and a duckrouter
+/// of its own, which the router asks `/ping` to know the far end is there. What reaches the stage
+/// box goes back over a second bridge (its own zita-j2n to a zita-n2j on the router's host) to be
+/// measured here: no client of this process joins the stage box's server (JACK2's libjack serves
+/// one server per process).
+@Suite("Remote speakers over zita-njbridge", .serialized,
+       .enabled(if: NetworkHosts.available && JackServer.Implementation.current == .jackd && FileManager.default.isExecutableFile(atPath: "/usr/bin/zita-j2n"),
+                "needs network namespaces (root), jackd and zita-njbridge"))
+struct BridgedRouteTests {
+    static let audioPort = Int.random(in: 40000...44999)
+    static let returnPort = audioPort + 1000
+    static let farOSCPort = Int.random(in: 46000...49999)
+
+    /// A program of the test's on a host (`ip netns exec`), tied to the test process.
+    /// What the test's own bridge programs printed (`--info`), for a failure's report.
+    static let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-bridges-\(getpid())-\(UUID().uuidString)")
+
+    static func run(on host: String, _ path: String, _ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", host, path] + arguments
+        try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
+        let file = outputs.appendingPathComponent("\(host)-\(arguments[1]).log")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: file)
+        defer { try? handle.close() }
+        process.standardOutput = handle
+        process.standardError = handle
+        Launcher.tieToTestProcess(process)
+        try Launcher.shared.run(process)
+        return process
+    }
+
+    /// The stage box: its jackd, zita-n2j receiving the router's audio, a zita-j2n sending it back
+    /// to the router's host, and its duckrouter, which answers OSC from the router's host only.
+    final class StageBox {
+        let server: JackServer
+        var processes: [Process] = []
+        let daemon: HostDaemon
+        /// When its duckrouter was started: the far end is there once it answers.
+        let startedAt: Date
+
+        init(hosts: NetworkHosts) throws {
+            server = try JackServer(period: 256, namespace: hosts.b)
+            do {
+                processes.append(try BridgedRouteTests.run(on: hosts.b, "/usr/bin/zita-n2j",
+                    ["--jname", "n2j", "--jserv", server.name, "--chan", "1,2", "--buff", "10", NetworkHosts.addressB, "\(BridgedRouteTests.audioPort)"]))
+                processes.append(try BridgedRouteTests.run(on: hosts.b, "/usr/bin/zita-j2n",
+                    ["--jname", "back", "--jserv", server.name, "--chan", "2", "--float", NetworkHosts.addressA, "\(BridgedRouteTests.returnPort)"]))
+                let name = server.name
+                try waitFor("the stage box's bridges") {
+                    (try? Tool.run("/usr/bin/jack_lsp", ["-s", name, "n2j:out_2"])) != nil && (try? Tool.run("/usr/bin/jack_lsp", ["-s", name, "back:in_2"])) != nil
+                }
+                for n in 1...2 { try Tool.run("/usr/bin/jack_connect", ["-s", name, "n2j:out_\(n)", "back:in_\(n)"]) }
+                startedAt = Date()
+                daemon = try HostDaemon(host: hosts.b, server: server, session: """
+                    {"client": "stagebox", "osc": {"port": \(BridgedRouteTests.farOSCPort), "bind": "0.0.0.0", "allow": ["\(NetworkHosts.addressA)/32"]}}
+                    """, name: "stagebox")
+            } catch {
+                for process in processes where process.isRunning { process.terminate() }
+                server.stop()
+                throw error
+            }
+        }
+
+        func stop() {
+            daemon.close()
+            for process in processes where process.isRunning { process.terminate() }
+            for process in processes { finish(process) }
+            server.stop()
+        }
+    }
+
+    @Test("the router runs zita-j2n; the stage box's duckrouter answering makes route stage available within 2 s, a -15.05 dBFS sine arrives there at -15.05 ±0.1 dB; its link down: oldDeviceUnavailable within the documented 1.25 s, nothing to the local speaker; up: back, audio back after activation; a killed sender is started again; a killed router takes its sender with it")
+    func zitaStageBox() throws {
+        let hosts = try NetworkHosts()
+        defer { hosts.close() }
+        let router = try JackServer(period: 256, namespace: hosts.a)
+        defer { router.stop() }
+        let rate = router.sampleRate
+        let source = try TestClient(name: "source", server: router.name, outputs: ["out_1", "out_2"])
+        defer { source.close() }
+        let sine = Signals.sine(frequency: 997, amplitude: 0.25, sampleRate: rate)   // RMS -15.05 dBFS
+        source.setSignal(sine, output: 0)
+        source.setSignal(sine, output: 1)
+        let local = try TestClient(name: "local", server: router.name, inputs: ["speaker_1", "speaker_2"])
+        defer { local.close() }
+        // What reached the stage box, back over its bridge.
+        let returned = try TestClient(name: "returned", server: router.name, inputs: ["in_1", "in_2"])
+        defer { returned.close() }
+        // The return bridge's receiver: the test's instrument, started again when it does not
+        // take up its stream after the link came back (awaitSine).
+        var receiver: Process?
+        func startReceiver() throws {
+            if let old = receiver {
+                if old.isRunning { old.terminate() }
+                finish(old)
+                try waitFor("the old return receiver gone") { !returned.client.portExists("n2j-back:out_1") }
+            }
+            receiver = try Self.run(on: hosts.a, "/usr/bin/zita-n2j", ["--jname", "n2j-back", "--jserv", router.name, "--chan", "1,2", "--buff", "10",
+                                                                     NetworkHosts.addressA, "\(Self.returnPort)"])
+            try waitFor("the return bridge's ports") { returned.client.portExists("n2j-back:out_2") }
+            for n in 1...2 { try returned.connect("n2j-back:out_\(n)", to: "returned:in_\(n)") }
+        }
+        try startReceiver()
+        defer { if let receiver { if receiver.isRunning { receiver.terminate() }; finish(receiver) } }
+
+        let oscPort = Int.random(in: 30000...39999)
+        let daemon = try HostDaemon(host: hosts.a, server: router, session: """
+            {
+              "routes": [
+                {"name": "speaker", "ports": ["local:speaker_1", "local:speaker_2"], "builtIn": true},
+                {"name": "stage", "private": true,
+                 "remote": {"engine": "zita-njbridge", "host": "\(NetworkHosts.addressB)", "port": \(Self.audioPort), "watch": \(Self.farOSCPort)}}
+              ],
+              "apps": [{"name": "music", "category": "playback", "connect": ["source:out_[12]"], "active": true}],
+              "osc": {"port": \(oscPort)}
+            }
+            """)
+        defer { daemon.close() }
+        var logText: String { daemon.logText }
+        let client = try HostDaemon.client(on: hosts.a, to: "127.0.0.1", port: oscPort)
+        let watcher = try HostDaemon.client(on: hosts.a, to: "127.0.0.1", port: oscPort)
+        try waitFor("the router to answer OSC", timeout: 10) { daemon.process.isRunning && (try? ask(client, OSCMessage("/state"))) != nil }
+        #expect(try ask(watcher, OSCMessage("/subscribe"))?.path == "/reply")
+        func rms(_ recorder: TestClient, seconds: Double = 0.3) -> Double { Signals.rmsDecibels(recorder.record(seconds: seconds).channels[0]) }
+        func stageRoute() throws -> [String: Any]? {
+            guard case let .string(json)? = try ask(client, OSCMessage("/state"))?.arguments.last,
+                  let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+                  let routes = (document["settings"] as? [String: Any])?["routes"] as? [[String: Any]] else { return nil }
+            return routes.first { $0["name"] as? String == "stage" }
+        }
+
+        var stage: StageBox?
+        defer { stage?.stop() }
+        defer { try? FileManager.default.removeItem(at: Self.outputs) }
+
+        /// Waits for the sine at the stage box (through two bridges whose receivers lock onto a
+        /// stream within a second or two: no limit is asked of that); how long it took.
+        func awaitSine(_ what: String) throws -> Double {
+            let start = Date()
+            var levels: [Double] = []
+            do {
+                do {
+                    try waitFor(what, timeout: 5) {
+                        levels.append(rms(returned))
+                        return abs(levels.last! - -15.05) < 0.1
+                    }
+                } catch {
+                    print("BridgedRouteTests: \(what): not within 5 s; the return receiver started again")
+                    try startReceiver()
+                    try waitFor(what, timeout: 5) {
+                        levels.append(rms(returned))
+                        return abs(levels.last! - -15.05) < 0.1
+                    }
+                }
+            } catch {
+                let graph = { (server: String) -> String in (try? Tool.output("/usr/bin/jack_lsp", ["-s", server, "-c"]))?.text ?? "" }
+                let bridges = ((try? FileManager.default.contentsOfDirectory(atPath: Self.outputs.path)) ?? []).map { name in
+                    "\(name):\n" + ((try? String(contentsOf: Self.outputs.appendingPathComponent(name), encoding: .utf8)) ?? "").split(separator: "\n").suffix(30).joined(separator: "\n")
+                }.joined(separator: "\n")
+                let state = (try? ask(client, OSCMessage("/state")))?.arguments.last.map { "\($0)" } ?? ""
+                Issue.record("\(what): levels \(levels)\nrouter host:\n\(graph(router.name))\nstage box:\n\(stage.map { graph($0.server.name) } ?? "")\nbridges:\n\(bridges)\nstate: \(state)\nlog:\n\(logText)")
+                throw error
+            }
+            return Date().timeIntervalSince(start)
+        }
+
+        // The sender runs; with no far end answering, the route is not available.
+        try waitFor("the router's sender") { returned.client.portExists("j2n-stage:in_2") }
+        let connections = returned.client.connections(of: "duckrouter:stage_out_1")
+        #expect(connections == ["j2n-stage:in_1"], "the route's ports patched to the sender's: \(connections)")
+        try waitFor("music on the local speaker") { abs(rms(local) - -15.05) < 0.1 }
+        let before = try #require(try stageRoute(), "\(logText)")
+        #expect(before["available"] as? Bool == false && before["farEndAnswers"] as? Bool == false, "\(before)")
+
+        // The stage box comes up.
+        stage = try StageBox(hosts: hosts)
+        let available = try watcher.receive(timeout: 5) { $0.path == "/duckrouter/route" }
+        let joinTime = Date().timeIntervalSince(stage!.startedAt)
+        #expect(available?.arguments == [.string("newDeviceAvailable"), .string("stage"), .string("speaker")],
+                "\(String(describing: available)); the log:\n\(logText)")
+        #expect(joinTime <= 2, "the stage route available \(joinTime) s after the stage box's duckrouter was started")
+        let arrival = try awaitSine("the sine at the stage box at -15.05 dBFS")
+        try waitFor("the local speaker silent") { Signals.peakDecibels(local.record(seconds: 0.2).channels[0]) < -90 }
+        print("BridgedRouteTests: stage available \(String(format: "%.2f", joinTime)) s after the stage box's duckrouter was started; the sine there \(String(format: "%.2f", arrival)) s later")
+
+        // The stage box's cable is pulled.
+        let pulled = Date()
+        try hosts.setLink(hosts.b, up: false)
+        let gone = try watcher.receive(timeout: 4) { $0.path == "/duckrouter/route" }
+        let goneTime = Date().timeIntervalSince(pulled)
+        #expect(gone?.arguments == [.string("oldDeviceUnavailable"), .string("speaker"), .string("stage")], "\(String(describing: gone))")
+        // Documented (docs/NETWORK.md): 1 s of silence, noticed at the next ask (every 0.25 s).
+        #expect(goneTime <= 1.25 + 0.25, "the stage box's loss seen \(goneTime) s after its link went down")
+        print("BridgedRouteTests: the link's loss seen \(String(format: "%.2f", goneTime)) s after it went down")
+        let peak = Signals.peakDecibels(local.record(seconds: 0.5).channels[0])
+        #expect(peak < -90, "a private route gone: nothing jumps to the local speaker (peak \(peak) dBFS)")
+
+        // Plugged back: available again, music (interrupted when its route went) plays there once activated.
+        let plugged = Date()
+        try hosts.setLink(hosts.b, up: true)
+        let back = try watcher.receive(timeout: 5) { $0.path == "/duckrouter/route" }
+        let backTime = Date().timeIntervalSince(plugged)
+        #expect(back?.arguments.prefix(2) == [.string("newDeviceAvailable"), .string("stage")], "\(String(describing: back))")
+        #expect(backTime <= 1.5, "available again \(backTime) s after the link came up")
+        print("BridgedRouteTests: back \(String(format: "%.2f", backTime)) s after the link came up")
+        #expect(try ask(client, OSCMessage("/app/music/activate"))?.path == "/reply")
+        print("BridgedRouteTests: the sine back \(String(format: "%.2f", try awaitSine("the sine back at the stage box"))) s after activation")
+
+        // The sender is killed: the router starts it again and patches its new ports.
+        let senderPid = try #require(Self.senderPid(), "zita-j2n for the stage route")
+        kill(senderPid, SIGKILL)
+        let lost = try watcher.receive(timeout: 3) { $0.path == "/duckrouter/route" }
+        #expect(lost?.arguments.prefix(2) == [.string("oldDeviceUnavailable"), .string("speaker")], "its ports gone: \(String(describing: lost))")
+        let regained = try watcher.receive(timeout: 5) { $0.path == "/duckrouter/route" }
+        #expect(regained?.arguments.prefix(2) == [.string("newDeviceAvailable"), .string("stage")], "its ports back: \(String(describing: regained))")
+        #expect(Self.senderPid().map { $0 != senderPid } == true, "another zita-j2n")
+        #expect(returned.client.connections(of: "duckrouter:stage_out_1") == ["j2n-stage:in_1"], "the route's ports patched to the new sender")
+        #expect(logText.contains("zita-j2n exited (killed by signal 9); starting it again in 0.5 s"), "\(logText)")
+        #expect(try ask(client, OSCMessage("/app/music/activate"))?.path == "/reply")
+        // The music is mixed into the new sender (the route's meter). Whether the far zita-n2j
+        // takes up the new stream is its own affair: in trials it did 1.7-2.0 s after the
+        // restart, or not within 10 s (docs/NETWORK.md).
+        var routePeak = -200.0
+        try waitFor("music on the stage route again") {
+            guard case let .string(json)? = try? ask(client, OSCMessage("/state"))?.arguments.last,
+                  let document = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+                  let peaks = ((document["engine"] as? [String: Any])?["peaksDbfs"] as? [String: Any])?["routes"] as? [String: [Double]],
+                  let stagePeak = peaks["stage"]?.first else { return false }
+            routePeak = stagePeak
+            return abs(stagePeak - 20 * log10(0.25)) < 0.5
+        }
+        #expect(abs(routePeak - 20 * log10(0.25)) < 0.5, "the sine's peak on the stage route: \(routePeak) dBFS")
+
+        // A router killed outright takes its sender with it (the kernel's parent-death signal).
+        let lastSender = try #require(Self.senderPid())
+        kill(daemon.process.processIdentifier, SIGKILL)
+        try waitFor("the sender gone with its router", timeout: 5) { kill(lastSender, 0) != 0 }
+        try waitFor("the sender's ports gone") { !returned.client.portExists("j2n-stage:in_1") }
+        stage?.stop()
+        stage = nil
+    }
+
+    /// The pid of the zita-j2n the router runs for the stage route (`--jname j2n-stage`).
+    static func senderPid() -> pid_t? {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
+        for entry in entries {
+            guard let pid = pid_t(entry), let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(entry)/cmdline")) else { continue }
+            let arguments = command.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            if arguments.first?.hasSuffix("zita-j2n") == true, arguments.contains("j2n-stage") { return pid }
+        }
+        return nil
+    }
+}
