@@ -52,12 +52,12 @@ struct BridgedRouteTests {
             server = try JackServer(period: 256, namespace: hosts.b)
             do {
                 processes.append(try BridgedRouteTests.run(on: hosts.b, "/usr/bin/zita-n2j",
-                    ["--jname", "n2j", "--jserv", server.name, "--chan", "1,2", "--buff", "10", NetworkHosts.addressB, "\(BridgedRouteTests.audioPort)"]))
+                    ["--jname", "n2j", "--jserv", server.name, "--chan", "1,2", "--buff", "20", NetworkHosts.addressB, "\(BridgedRouteTests.audioPort)"]))
                 processes.append(try BridgedRouteTests.run(on: hosts.b, "/usr/bin/zita-j2n",
                     ["--jname", "back", "--jserv", server.name, "--chan", "2", "--float", NetworkHosts.addressA, "\(BridgedRouteTests.returnPort)"]))
                 let name = server.name
                 try waitFor("the stage box's bridges") {
-                    (try? Tool.run("/usr/bin/jack_lsp", ["-s", name, "n2j:out_2"])) != nil && (try? Tool.run("/usr/bin/jack_lsp", ["-s", name, "back:in_2"])) != nil
+                    BridgedRouteTests.portExists("n2j:out_2", on: name) && BridgedRouteTests.portExists("back:in_2", on: name)
                 }
                 for n in 1...2 { try Tool.run("/usr/bin/jack_connect", ["-s", name, "n2j:out_\(n)", "back:in_\(n)"]) }
                 startedAt = Date()
@@ -69,6 +69,20 @@ struct BridgedRouteTests {
                 server.stop()
                 throw error
             }
+        }
+
+        /// Starts the stage box's zita-n2j again (far-end equipment: on a loaded machine with
+        /// xruns it does not always lock onto a stream) and patches it back.
+        func restartReceiver(hosts: NetworkHosts) throws {
+            let old = processes.removeFirst()
+            if old.isRunning { old.terminate() }
+            finish(old)
+            let name = server.name
+            try waitFor("the stage box's old receiver gone") { !BridgedRouteTests.portExists("n2j:out_1", on: name) }
+            processes.insert(try BridgedRouteTests.run(on: hosts.b, "/usr/bin/zita-n2j",
+                ["--jname", "n2j", "--jserv", name, "--chan", "1,2", "--buff", "20", NetworkHosts.addressB, "\(BridgedRouteTests.audioPort)"]), at: 0)
+            try waitFor("the stage box's receiver") { BridgedRouteTests.portExists("n2j:out_2", on: name) }
+            for n in 1...2 { try Tool.run("/usr/bin/jack_connect", ["-s", name, "n2j:out_\(n)", "back:in_\(n)"]) }
         }
 
         func stop() {
@@ -105,7 +119,7 @@ struct BridgedRouteTests {
                 finish(old)
                 try waitFor("the old return receiver gone") { !returned.client.portExists("n2j-back:out_1") }
             }
-            receiver = try Self.run(on: hosts.a, "/usr/bin/zita-n2j", ["--jname", "n2j-back", "--jserv", router.name, "--chan", "1,2", "--buff", "10",
+            receiver = try Self.run(on: hosts.a, "/usr/bin/zita-n2j", ["--jname", "n2j-back", "--jserv", router.name, "--chan", "1,2", "--buff", "20",
                                                                      NetworkHosts.addressA, "\(Self.returnPort)"])
             try waitFor("the return bridge's ports") { returned.client.portExists("n2j-back:out_2") }
             for n in 1...2 { try returned.connect("n2j-back:out_\(n)", to: "returned:in_\(n)") }
@@ -155,9 +169,13 @@ struct BridgedRouteTests {
                         return abs(levels.last! - -15.05) < 0.1
                     }
                 } catch {
-                    print("BridgedRouteTests: \(what): not within 5 s; the return receiver started again")
+                    // The receivers are the far end's equipment and the test's instrument, not the
+                    // router: on a loaded machine with xruns zita-n2j does not always lock onto a
+                    // stream (docs/NETWORK.md). Both are started again, once, and say so.
+                    print("BridgedRouteTests: \(what): not within 5 s; both zita-n2j started again")
+                    try stage?.restartReceiver(hosts: hosts)
                     try startReceiver()
-                    try waitFor(what, timeout: 5) {
+                    try waitFor(what, timeout: 10) {
                         levels.append(rms(returned))
                         return abs(levels.last! - -15.05) < 0.1
                     }
@@ -248,6 +266,13 @@ struct BridgedRouteTests {
         try waitFor("the sender's ports gone") { !returned.client.portExists("j2n-stage:in_1") }
         stage?.stop()
         stage = nil
+    }
+
+    /// Whether `port` exists on JACK server `server`, asked from outside this process (jack_lsp
+    /// lists the ports matching its argument and succeeds whether or not any does).
+    static func portExists(_ port: String, on server: String) -> Bool {
+        guard let listed = try? Tool.output("/usr/bin/jack_lsp", ["-s", server, port]) else { return false }
+        return listed.text.split(separator: "\n").contains { $0 == port }
     }
 
     /// The pid of the zita-j2n the router runs for the stage route (`--jname j2n-stage`).
