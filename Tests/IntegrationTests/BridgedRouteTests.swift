@@ -95,21 +95,10 @@ struct BridgedRouteTests {
 
     @Test("the router runs zita-j2n; the stage box's duckrouter answering makes route stage available within 2 s, a -15.05 dBFS sine arrives there at -15.05 ±0.1 dB; its link down: oldDeviceUnavailable within the documented 1.25 s, nothing to the local speaker; up: back, audio back after activation; a killed sender is started again; a killed router takes its sender with it")
     func zitaStageBox() throws {
-        let hosts = try NetworkHosts()
-        defer { hosts.close() }
-        let router = try JackServer(period: 256, namespace: hosts.a)
-        defer { router.stop() }
-        let rate = router.sampleRate
-        let source = try TestClient(name: "source", server: router.name, outputs: ["out_1", "out_2"])
-        defer { source.close() }
-        let sine = Signals.sine(frequency: 997, amplitude: 0.25, sampleRate: rate)   // RMS -15.05 dBFS
-        source.setSignal(sine, output: 0)
-        source.setSignal(sine, output: 1)
-        let local = try TestClient(name: "local", server: router.name, inputs: ["speaker_1", "speaker_2"])
-        defer { local.close() }
-        // What reached the stage box, back over its bridge.
-        let returned = try TestClient(name: "returned", server: router.name, inputs: ["in_1", "in_2"])
-        defer { returned.close() }
+        let rig = try RouterHost()
+        defer { rig.close() }
+        // `returned`: what reached the stage box, back on this host.
+        let (hosts, router, local, returned) = (rig.hosts, rig.router, rig.local, rig.returned)
         // The return bridge's receiver: the test's instrument, started again when it does not
         // take up its stream after the link came back (awaitSine).
         var receiver: Process?

@@ -57,3 +57,43 @@ final class HostDaemon {
         try NetworkHosts.inside(host) { try OSCClient(OSCURL(transport: .udp, host: address, port: UInt16(port))) }
     }
 }
+
+/// The router's side of a remote-route test: two hosts of the run's own (`NetworkHosts`), a jackd
+/// on host `a`, `source:out_1/2` playing a -15.05 dBFS sine (997 Hz, peak 0.25), the local
+/// speaker `local:speaker_1/2`, and `returned:in_1/2` for what comes back from the far end.
+/// `close` takes everything down, in the reverse order.
+final class RouterHost {
+    let hosts: NetworkHosts
+    let router: JackServer
+    let source: TestClient
+    let local: TestClient
+    let returned: TestClient
+
+    init() throws {
+        hosts = try NetworkHosts()
+        var started: [() -> Void] = [hosts.close]
+        do {
+            router = try JackServer(period: 256, namespace: hosts.a)
+            started.append(router.stop)
+            source = try TestClient(name: "source", server: router.name, outputs: ["out_1", "out_2"])
+            started.append(source.close)
+            let sine = Signals.sine(frequency: 997, amplitude: 0.25, sampleRate: router.sampleRate)   // RMS -15.05 dBFS
+            source.setSignal(sine, output: 0)
+            source.setSignal(sine, output: 1)
+            local = try TestClient(name: "local", server: router.name, inputs: ["speaker_1", "speaker_2"])
+            started.append(local.close)
+            returned = try TestClient(name: "returned", server: router.name, inputs: ["in_1", "in_2"])
+        } catch {
+            for stop in started.reversed() { stop() }
+            throw error
+        }
+    }
+
+    func close() {
+        returned.close()
+        local.close()
+        source.close()
+        router.stop()
+        hosts.close()
+    }
+}

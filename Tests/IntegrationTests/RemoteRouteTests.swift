@@ -53,21 +53,10 @@ struct RemoteRouteTests {
 
     @Test("a stage box joining over netjack2 makes route stage available and current within 2 s, a -15.05 dBFS sine arrives there at -15.05 ±0.1 dB; the box killed: oldDeviceUnavailable within 2 s and (private) nothing moves to the local speaker; back: available again, audio back after activation")
     func netjack2StageBox() throws {
-        let hosts = try NetworkHosts()
-        defer { hosts.close() }
-        let router = try JackServer(period: 256, namespace: hosts.a)
-        defer { router.stop() }
-        let rate = router.sampleRate
-        let source = try TestClient(name: "source", server: router.name, outputs: ["out_1", "out_2"])
-        defer { source.close() }
-        let sine = Signals.sine(frequency: 997, amplitude: 0.25, sampleRate: rate)   // RMS -15.05 dBFS
-        source.setSignal(sine, output: 0)
-        source.setSignal(sine, output: 1)
-        let local = try TestClient(name: "local", server: router.name, inputs: ["speaker_1", "speaker_2"])
-        defer { local.close() }
-        // What reached the stage box, sent back to this host.
-        let returned = try TestClient(name: "returned", server: router.name, inputs: ["in_1", "in_2"])
-        defer { returned.close() }
+        let rig = try RouterHost()
+        defer { rig.close() }
+        // `returned`: what reached the stage box, back on this host.
+        let (hosts, router, local, returned) = (rig.hosts, rig.router, rig.local, rig.returned)
         func patchReturn() throws {
             try waitFor("the stage box's return ports") { returned.client.portExists("stage:from_slave_2") }
             for n in 1...2 { try returned.connect("stage:from_slave_\(n)", to: "returned:in_\(n)") }
