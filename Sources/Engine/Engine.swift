@@ -52,6 +52,7 @@ public final class Engine {
     private var lastWatchPorts: [Int32: [PortHandle]] = [:]
     /// The process callback's own time per cycle, as far as `collectProcessTimes()` has read it.
     public private(set) var processTimes = ProcessTimes()
+    private var gapHistory: [FrameGap] = []
 
     /// - Parameter portBuffer: how to reach a port's buffer for a cycle (JACK's
     ///   `jack_port_get_buffer`; tests pass a function that treats the handle as the buffer).
@@ -181,6 +182,7 @@ public final class Engine {
             processTimes.record(nanoseconds: UInt64(ns))
             count += 1
         }
+        _ = recentGaps()   // read as often, so the ring holds the newest
         return count
     }
 
@@ -271,6 +273,28 @@ public final class Engine {
         public var oversizedCycles: UInt64
         /// Cycles the frame clock went past without running the engine (see `EngineCore`).
         public var missedCycles: UInt64
+    }
+
+    /// A stretch of JACK's frame clock the engine was not run for (`Statistics.missedCycles`
+    /// counts its periods): the first frame it missed and how many.
+    public struct FrameGap: Sendable, Equatable {
+        public var firstFrame: UInt32
+        public var frames: UInt32
+        public init(firstFrame: UInt32, frames: UInt32) { self.firstFrame = firstFrame; self.frames = frames }
+    }
+
+    /// How many of the newest gaps `recentGaps()` keeps.
+    public static let recentGapCount = 16
+
+    /// The newest `recentGapCount` stretches of the frame clock the engine missed, oldest first:
+    /// where they fell, for a test that must know whether a missed cycle touched what it measures.
+    /// Control thread only (it drains the audio thread's ring).
+    public func recentGaps() -> [FrameGap] {
+        while let bits = core.pointee.gaps.pop() {
+            gapHistory.append(FrameGap(firstFrame: UInt32(truncatingIfNeeded: bits), frames: UInt32(truncatingIfNeeded: bits >> 32)))
+        }
+        if gapHistory.count > Self.recentGapCount { gapHistory.removeFirst(gapHistory.count - Self.recentGapCount) }
+        return gapHistory
     }
 
     /// Runs one process cycle on the calling thread. For tests and benchmarks that drive the

@@ -118,6 +118,8 @@ struct StateDocument: Encodable {
         var cycles: UInt64
         var xruns: Int
         var missedCycles: UInt64
+        /// Where the newest missed cycles fell: `[first frame, frames]` on JACK's frame clock.
+        var recentGaps: [[UInt32]]
         var publishedPlan: UInt64
         var adoptedPlan: UInt64
         var cells: Int
@@ -173,7 +175,8 @@ struct StateDocument: Encodable {
                                 reconnects: status.reconnects,
                                 processTime: ProcessTime(status.processTime, budget: budget),
                                 recentProcessTime: ProcessTime(status.recentProcessTime, budget: budget),
-                                planQueueFull: status.planQueueFull, cycles: status.cycles, xruns: status.xruns, missedCycles: status.missedCycles, publishedPlan: status.publishedPlan,
+                                planQueueFull: status.planQueueFull, cycles: status.cycles, xruns: status.xruns, missedCycles: status.missedCycles,
+                                recentGaps: status.recentGaps.map { [$0.firstFrame, $0.frames] }, publishedPlan: status.publishedPlan,
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
                                 saveRequests: status.saveRequests,
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),

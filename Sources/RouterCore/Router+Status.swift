@@ -51,7 +51,7 @@ extension Router {
                 nowPlaying: policy.state.nowPlaying, saveRequests: keeper.requests,
                 publishedPlan: publisher.publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,
                 cells: publisher.cellCount, cycles: statistics.cycles, xruns: diagnostics.xruns,
-                missedCycles: statistics.missedCycles, nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
+                missedCycles: statistics.missedCycles, recentGaps: engine.recentGaps(), nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
         }
     }
 }

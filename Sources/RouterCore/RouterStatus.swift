@@ -71,6 +71,8 @@ public struct RouterStatus: Sendable, Equatable {
     /// Cycles JACK's frame clock went past without running the router's callback: xruns the
     /// server may not report (PipeWire 0.3.65 reports none to JACK clients).
     public var missedCycles: UInt64
+    /// Where the newest of those cycles fell on JACK's frame clock (up to 16 gaps, oldest first).
+    public var recentGaps: [Engine.FrameGap]
     public var nonFiniteInputBuffers: UInt64
 }
 

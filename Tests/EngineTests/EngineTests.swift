@@ -52,6 +52,37 @@ struct EngineTests {
         #expect(engine.statistics.missedCycles == 19, "a clock that goes back misses nothing")
     }
 
+    @Test("where the engine missed cycles is kept, the newest 16 gaps: their first frame and length")
+    func missedCyclesLocated() {
+        let engine = Engine(configuration: Engine.Configuration(), portBuffer: Self.directBuffers)
+        let clock = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+        defer { clock.deallocate() }
+        engine.setFrameClock({ $0!.load(as: UInt32.self) }, argument: UnsafeMutableRawPointer(clock))
+        func cycle(startingAt start: UInt32) {
+            clock.pointee = start
+            engine.runCycle(frames: 256)
+        }
+        cycle(startingAt: 0xFFFF_FF00)
+        cycle(startingAt: 0x0000_0000)
+        #expect(engine.recentGaps().isEmpty)
+        cycle(startingAt: 0x0000_0100 + 18 * 256)   // after the wrap: 18 periods missed from frame 256
+        cycle(startingAt: 0x0000_0100 + 19 * 256 + 100)
+        #expect(engine.recentGaps() == [Engine.FrameGap(firstFrame: 256, frames: 18 * 256),
+                                        Engine.FrameGap(firstFrame: 256 + 19 * 256, frames: 100)])
+        // Forty more gaps: the newest sixteen are kept, oldest first (read now and then, as the
+        // control thread's housekeeping does, so the audio thread's ring never fills).
+        var start: UInt32 = 0x0010_0000
+        for n in 0..<40 {
+            cycle(startingAt: start)
+            start += 256 + UInt32(n + 1)
+            if n % 10 == 9 { _ = engine.collectProcessTimes() }
+        }
+        cycle(startingAt: start)
+        let gaps = engine.recentGaps()
+        #expect(gaps.count == Engine.recentGapCount)
+        #expect(gaps.map(\.frames) == (25...40).map { UInt32($0) }, "\(gaps.map(\.frames))")
+    }
+
     @Test("a look-ahead output hears a delayed input exactly that many frames late, across ring wraps and any cycle length; a plain output hears it at once")
     func lookaheadDelay() throws {
         var configuration = Engine.Configuration()

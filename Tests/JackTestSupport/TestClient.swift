@@ -219,6 +219,43 @@ public struct Recording: Sendable {
         }
     }
 
+    /// Where JACK frame time `frame` is (or would be) in the recording: the last cycle that began
+    /// at or before it, plus the frames after that; before the first cycle, counted back from
+    /// it (negative). nil for an empty take.
+    public func index(ofFrame frame: UInt32) -> Int? {
+        guard let first = cycleStarts.first else { return nil }
+        let cycle = cycleStarts.last { Int32(bitPattern: frame &- $0.frameTime) >= 0 } ?? first
+        return cycle.index + Int(Int32(bitPattern: frame &- cycle.frameTime))
+    }
+
+    /// The samples a missed cycle may have touched: around each stretch of the frame clock the
+    /// recorder missed, and around each one another client missed (`others`: first frame and
+    /// length, e.g. the router's `recentGaps`), `margin` samples either side. A stretch both
+    /// missed is one the whole graph skipped (PipeWire's driver woke too late and moved its clock
+    /// on): each played and heard every sample on either side of it, so it touches nothing. A
+    /// measurement that overlaps none of the rest timed the clients, not the machine's load.
+    public func touchedByMissedCycles(others: [(firstFrame: UInt32, frames: UInt32)], margin: Int) -> [Range<Int>] {
+        let own = missedStretches
+        let shared = { (a: (firstFrame: UInt32, frames: UInt32), b: (firstFrame: UInt32, frames: UInt32)) in
+            a.firstFrame == b.firstFrame && a.frames == b.frames
+        }
+        let touched = own.filter { mine in !others.contains { shared(mine, $0) } }
+            + others.filter { theirs in !own.contains { shared(theirs, $0) } }
+        return touched.compactMap { gap -> Range<Int>? in
+            guard let start = index(ofFrame: gap.firstFrame) else { return nil }
+            return (start - margin)..<(start + Int(gap.frames) + margin)
+        }.filter { $0.upperBound > 0 && $0.lowerBound < (channels.first?.count ?? 0) }
+    }
+
+    /// The stretches of the frame clock the recorder missed (between two cycles it ran, the
+    /// frames neither covered): first frame and length.
+    public var missedStretches: [(firstFrame: UInt32, frames: UInt32)] {
+        zip(cycleStarts, cycleStarts.dropFirst()).compactMap { a, b in
+            let end = a.frameTime &+ UInt32(b.index - a.index)
+            return b.frameTime != end ? (end, b.frameTime &- end) : nil
+        }
+    }
+
     /// Sample indices where a cycle was missed by the recorder (the frame time jumped by more than
     /// the frames recorded); comparisons of neighbouring samples must not span these.
     public var gaps: [Int] {

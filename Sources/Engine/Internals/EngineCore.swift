@@ -21,6 +21,7 @@ struct EngineCore: ~Copyable {
     let meterFull: SPSCRing      // audio → control: filled meter blocks
     let timings: SPSCRing        // audio → control: each cycle's own time, ns
     let levels: SPSCRing         // audio → control: per-cycle watch peaks (frames:16 watch:16 peak:32)
+    let gaps: SPSCRing           // audio → control: stretches of the frame clock missed (frames:32 first frame:32)
     let watchPeaks: UnsafeMutablePointer<Float>   // audio thread: this cycle's peak per watch
 
     let gains: UnsafeMutablePointer<GainState>
@@ -65,6 +66,7 @@ struct EngineCore: ~Copyable {
         meterFull = SPSCRing(minimumCapacity: configuration.meterBlocks)
         timings = SPSCRing(minimumCapacity: configuration.timingRingCapacity)
         levels = SPSCRing(minimumCapacity: configuration.levelRingCapacity)
+        gaps = SPSCRing(minimumCapacity: Engine.recentGapCount)
         watchPeaks = .allocate(capacity: max(configuration.maxLevelWatches, 1))
         watchPeaks.initialize(repeating: -1, count: max(configuration.maxLevelWatches, 1))
         gains = .allocate(capacity: configuration.gainSlotCapacity)
@@ -81,7 +83,7 @@ struct EngineCore: ~Copyable {
 
     func deallocateStorage() {
         inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate(); timings.deallocate()
-        levels.deallocate(); watchPeaks.deallocate()
+        levels.deallocate(); gaps.deallocate(); watchPeaks.deallocate()
         gains.deallocate(); inputBuffers.deallocate(); delayedInputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
     }
 }
@@ -142,6 +144,9 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
         if let end = core.pointee.lastCycleEnd, cycleStart != end, cycleStart &- end < 0x8000_0000, frames > 0 {
             let gap = Int(cycleStart &- end)
             _ = core.pointee.missedCycles.add(UInt64((gap + frames - 1) / frames), ordering: .relaxed)
+            // Where, for those who must know what the gap touched (a full ring drops it: the
+            // count above is still right).
+            _ = core.pointee.gaps.push(UInt(truncatingIfNeeded: gap) << 32 | UInt(end))
         }
         core.pointee.lastCycleEnd = cycleStart &+ UInt32(truncatingIfNeeded: frames)
     } else {
