@@ -199,16 +199,39 @@ public final class JackClient {
     /// each output up to `added` frames later. With `recompute`, JACK is asked to recompute every
     /// latency now (a server round trip that calls every client): only when what is added changes.
     /// Ports coming and going need none: JACK recomputes when they are connected or disconnected.
-    public func setLatencies(inputs: [JackPort], outputs: [(port: JackPort, added: UInt32)], recompute: Bool = false) {
+    ///
+    /// `beyond`: frames that what an output feeds adds out of JACK's sight (a network bridge's far
+    /// end, whose ports report none): that output's playback latency is what it feeds plus this,
+    /// and the inputs' includes it, so players upstream can compensate.
+    public func setLatencies(inputs: [JackPort], outputs: [(port: JackPort, added: UInt32)], beyond: [JackPort: UInt32] = [:],
+                             recompute: Bool = false) {
         guard let context, client != nil else { return }
         var plan = LatencyPlan(inputs: inputs.map { UInt(bitPattern: $0.pointer) },
-                               outputs: outputs.map { (UInt(bitPattern: $0.port.pointer), $0.added) })
+                               outputs: outputs.map { (UInt(bitPattern: $0.port.pointer), $0.added, beyond[$0.port] ?? 0) })
         let callbacks = context.takeUnretainedValue()
         callbacks.latency.withLock {
             plan.generation = $0.generation &+ 1
             $0 = plan
         }
         if recompute && isActive { callbacks.recompute() }
+    }
+
+    /// The playback latency (frames) of what one of this client's outputs feeds: the range over
+    /// the ports it is connected to, as JACK has them (0 when it feeds none). Read from the
+    /// graph JACK shares with its clients: no server round trip, but not for the process thread.
+    public func downstreamPlaybackLatency(of port: JackPort) -> ClosedRange<UInt32> {
+        guard let handle = client else { return 0...0 }
+        let range = JackHost.downstreamPlaybackLatency(of: port.pointer, client: handle)
+        return range.min...max(range.min, range.max)
+    }
+
+    /// The playback latency range (frames) JACK reports for the port named `fullName`: how long
+    /// until what it carries now is heard. A server query: not for a status that is asked often.
+    public func playbackLatency(of fullName: String) -> ClosedRange<UInt32>? {
+        guard let port = jack_port_by_name(handle, fullName) else { return nil }
+        var range = jack_latency_range_t(min: 0, max: 0)
+        jack_port_get_latency_range(port, JackPlaybackLatency, &range)
+        return range.min...max(range.min, range.max)
     }
 
     /// The capture latency range (frames) JACK reports for the port named `fullName`: how long

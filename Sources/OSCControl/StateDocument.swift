@@ -41,6 +41,8 @@ struct StateDocument: Encodable {
         var available: Bool
         /// A watched remote route's far end answers (absent for other routes).
         var farEndAnswers: Bool?
+        /// The ports' playback latency, `[min, max]` ms (absent while off the server).
+        var latencyMs: [Double]?
         var volume: Double
         var gainDb: Double
     }
@@ -157,9 +159,12 @@ struct StateDocument: Encodable {
                        channelmap: session?.channelMap?.map { SavedState.ChannelMapLine(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
         }
         func level(_ dB: Double) -> Double { max(dB, Double(Decibels.floor)) }
+        func ms(_ frames: UInt32) -> Double { (Double(frames) * 1000 / Double(max(status.sampleRate, 1)) * 100).rounded() / 100 }
         let routes = status.routes.map {
             Route(name: $0.name, ports: $0.ports, destinations: $0.destinations, available: $0.available,
-                  farEndAnswers: $0.farEndAnswers, volume: $0.volume, gainDb: level($0.gainDecibels))
+                  farEndAnswers: $0.farEndAnswers,
+                  latencyMs: $0.latencyFrames.map { range in [range.lowerBound, range.upperBound].map { ms($0) } },
+                  volume: $0.volume, gainDb: level($0.gainDecibels))
         }
         let ducking = Ducking(level: policy.ducking.level, attack: policy.ducking.attack, release: policy.ducking.release,
                               rules: policy.ducking.rules.map { Ducking.Rule(ducker: $0.ducker, ducked: $0.ducked, level: $0.level, attack: $0.attack, release: $0.release) })

@@ -53,6 +53,8 @@ struct RouteState {
     var farEndWatched = false
     /// Milliseconds this route hears its inputs late (look-ahead for talkover), 0: none.
     var lookahead: Double = 0
+    /// Milliseconds the far end of a bridged route adds out of JACK's sight (`remote.latency`).
+    var beyondMs: Double = 0
 }
 
 /// The input route (DESIGN.md §2): `input_<n>`, fed by the session's `input.ports`.

@@ -44,9 +44,12 @@ struct PortInventory {
         }
         var state = RouteState(name: route.name, channelCount: route.channelCount, meterSlots: slots,
                                destinations: route.ports, gain: gain, lookahead: route.lookahead)
-        if case let .zitaNjbridge(bridge)? = route.remote, bridge.watch != nil {
-            state.farEndWatched = true
-            state.farEndAnswers = false
+        if case let .zitaNjbridge(bridge)? = route.remote {
+            state.beyondMs = bridge.latency
+            if bridge.watch != nil {
+                state.farEndWatched = true
+                state.farEndAnswers = false
+            }
         }
         routes.append(state)
     }

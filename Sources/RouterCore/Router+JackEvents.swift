@@ -312,18 +312,24 @@ extension Router {
     }
 
     /// Tells JACK (through the client's latency callback) that look-ahead routes carry some inputs
-    /// (the voices) that many frames late, so latency-aware recorders know. Only with a look-ahead.
-    /// Called whenever the router's ports change; a port leaves the plan before it is unregistered.
+    /// (the voices) that many frames late, so latency-aware recorders know, and that a bridged
+    /// route's far end adds its `remote.latency` after the sender's ports (which report none).
+    /// Only with a look-ahead or a remote route (`reportsLatency`). Called whenever the router's
+    /// ports change; a port leaves the plan before it is unregistered.
     ///
     /// JACK is asked to recompute only with `recompute` (a new client): a server round trip that
     /// calls every client, far too slow to make for every app that comes or goes (ports being
     /// connected make JACK recompute anyway).
     func updateLatencies(leavingOut gone: Set<JackPort> = [], recompute: Bool = false) {
-        guard let client = link.client, lookaheadFrames > 0 else { return }
+        guard let client = link.client, link.parameters.reportsLatency else { return }
         let added = UInt32(lookaheadFrames)
         let inputs = inventory.allInputPorts.filter { !gone.contains($0) }
         var outputs = inventory.routes.flatMap { route in route.ports.map { (port: $0, added: route.lookahead > 0 ? added : 0) } }
         outputs += inventory.allCapturePorts.filter { !gone.contains($0) }.map { (port: $0, added: UInt32(0)) }
-        client.setLatencies(inputs: inputs, outputs: outputs, recompute: recompute)
+        var beyond: [JackPort: UInt32] = [:]
+        for route in inventory.routes where route.beyondMs > 0 {
+            for port in route.ports { beyond[port] = UInt32((route.beyondMs * Double(sampleRate) / 1000).rounded()) }
+        }
+        client.setLatencies(inputs: inputs, outputs: outputs, beyond: beyond, recompute: recompute)
     }
 }

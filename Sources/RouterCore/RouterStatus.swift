@@ -24,6 +24,10 @@ public struct RouterStatus: Sendable, Equatable {
         public var available: Bool
         /// For a remote route whose far end is watched: whether it answers now.
         public var farEndAnswers: Bool?
+        /// How long until what the route's ports carry now is heard, in frames: the playback
+        /// latency of what they feed, as JACK has it, plus a bridge's far end (`remote.latency`).
+        /// nil while the router is off its server.
+        public var latencyFrames: ClosedRange<UInt32>?
         public var volume: Double
         public var gainDecibels: Double
         public var peakDecibels: [Double]

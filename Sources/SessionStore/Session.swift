@@ -125,6 +125,9 @@ public struct Session: Equatable, Sendable {
             /// the route is there while it answers. nil: not watched (the route is there while its
             /// sender runs).
             public var watch: Int? = 9951
+            /// Milliseconds the far end adds that JACK cannot see (the far zita-n2j's `--buff`,
+            /// whose default is 10): reported to JACK on the route's ports and shown in `/state`.
+            public var latency: Double = 10
 
             public init(host: String, port: Int, client: String) {
                 self.host = host

@@ -42,7 +42,7 @@ extension Validator {
         return route
     }
 
-    /// zita-njbridge's fields: `host` and `port` (required), `format`, `client`, `watch`.
+    /// zita-njbridge's fields: `host` and `port` (required), `format`, `client`, `watch`, `latency`.
     private mutating func bridge(_ fields: [String: JSONValue], route: String, _ path: String) -> Session.Remote.Bridge? {
         guard let hostValue = required(fields, "host", path), let host = string(hostValue, "\(path).host"),
               let portValue = required(fields, "port", path), let port = integer(portValue, "\(path).port", in: 1...65535) else { return nil }
@@ -71,6 +71,9 @@ extension Validator {
             } else {
                 fail("\(path).watch", "expected the far duckrouter's OSC port (1 to 65535), or false to trust the sender alone; got \(v.kind)")
             }
+        }
+        if let v = fields["latency"], let latency = number(v, "\(path).latency", in: 0...2000, unit: "ms") {
+            bridge.latency = latency
         }
         // A group's members do not answer /ping sent to the group (none joins it for OSC).
         if bridge.watch != nil && Self.isMulticast(host) {

@@ -10,7 +10,7 @@ public enum SessionLoader {
         "http": ["port"],
         "route": ["name", "ports", "remote", "channels", "private", "builtIn", "lookahead"],
         "remote": ["engine", "peer"],
-        "remote zita-njbridge": ["engine", "host", "port", "format", "client", "watch"],
+        "remote zita-njbridge": ["engine", "host", "port", "format", "client", "watch", "latency"],
         "netjack2": ["address", "port"],
         "input": ["ports"],
         "ducking": ["level", "attack", "release", "rules"],

@@ -122,7 +122,8 @@ struct BridgedRouteTests {
               "routes": [
                 {"name": "speaker", "ports": ["local:speaker_1", "local:speaker_2"], "builtIn": true},
                 {"name": "stage", "private": true,
-                 "remote": {"engine": "zita-njbridge", "host": "\(NetworkHosts.addressB)", "port": \(Self.audioPort), "watch": \(Self.farOSCPort)}}
+                 "remote": {"engine": "zita-njbridge", "host": "\(NetworkHosts.addressB)", "port": \(Self.audioPort), "watch": \(Self.farOSCPort),
+                            "latency": 20}}
               ],
               "apps": [{"name": "music", "category": "playback", "connect": ["source:out_[12]"], "active": true}],
               "osc": {"port": \(oscPort)}
@@ -185,6 +186,19 @@ struct BridgedRouteTests {
         try waitFor("the router's sender") { returned.client.portExists("j2n-stage:in_2") }
         let connections = returned.client.connections(of: "duckrouter:stage_out_1")
         #expect(connections == ["j2n-stage:in_1"], "the route's ports patched to the sender's: \(connections)")
+        // Latency: zita-j2n's ports report none; the far end's 20 ms (`remote.latency`, the stage
+        // box's zita-n2j --buff) is the route's, in /state and, for players upstream, in JACK
+        // (which asks a client only once its driver's ports lead to it: a capture into music).
+        let latency = try #require(try stageRoute()?["latencyMs"] as? [Double], "\(logText)")
+        #expect(latency == [20, 20], "/state stage latencyMs \(latency)")
+        _ = try Tool.run("/usr/bin/jack_connect", ["-s", router.name, "system:capture_1", "duckrouter:music_in_1"])
+        let frames = 20 * router.sampleRate / 1000
+        func jackLatency(_ port: String) -> String { (try? Tool.output("/usr/bin/jack_lsp", ["-s", router.name, "-l", port]))?.text ?? "" }
+        try waitFor("JACK to have the stage route's latency") {
+            jackLatency("duckrouter:stage_out_1").contains("playback latency = [ \(frames) \(frames) ]")
+        }
+        #expect(jackLatency("duckrouter:music_in_1").contains("playback latency = [ 0 \(frames) ]"),
+                "an app's input: the local speaker at once, the stage 20 ms later: \(jackLatency("duckrouter:music_in_1"))")
         try waitFor("music on the local speaker") { abs(rms(local) - -15.05) < 0.1 }
         let before = try #require(try stageRoute(), "\(logText)")
         #expect(before["available"] as? Bool == false && before["farEndAnswers"] as? Bool == false, "\(before)")

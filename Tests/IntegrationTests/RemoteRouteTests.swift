@@ -107,6 +107,16 @@ struct RemoteRouteTests {
                 "\(String(describing: available)) after \(joinTime) s; the log:\n\(logText)")
         #expect(try ask(client, OSCMessage("/route/select"))?.arguments.last == .string("stage"))
         try patchReturn()
+        // Latency: netmanager's ports carry netjack2's own; /state shows what they report.
+        let reported = try #require(try Tool.output("/usr/bin/jack_lsp", ["-s", router.name, "-l", "stage:to_slave_1"]).text
+            .firstMatch(of: /playback latency = \[ (\d+) (\d+) \]/), "netmanager's port and its latency")
+        let expected = [Double(reported.1)!, Double(reported.2)!].map { ($0 * 1000 / Double(router.sampleRate) * 100).rounded() / 100 }
+        guard case let .string(json)? = try ask(client, OSCMessage("/state"))?.arguments.last,
+              let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let routes = (document["settings"] as? [String: Any])?["routes"] as? [[String: Any]] else { throw Unexpected(description: "no /state") }
+        let latency = routes.first { $0["name"] as? String == "stage" }?["latencyMs"] as? [Double]
+        print("RemoteRouteTests: netjack2's ports report \(reported.0); /state stage latencyMs \(latency ?? [])")
+        #expect(latency == expected, "/state stage latencyMs \(latency ?? []), netmanager's port: \(reported.0)")
         var level = -200.0
         do {
             try waitFor("the sine at the stage box at -15.05 dBFS", timeout: 3) {

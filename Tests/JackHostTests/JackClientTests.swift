@@ -249,6 +249,46 @@ struct JackClientTests {
         }
     }
 
+    @Test("an output with latency beyond what it feeds (a bridge's far end) reports that much playback latency, and its inputs include it; worked out afresh each time, never added twice")
+    func latencyBeyond() throws {
+        let server = try JackServer(period: 256)
+        defer { server.stop() }
+        // JACK2 asks for latencies only clients its driver's ports lead to: the input is fed
+        // from system:capture_1 (on PipeWire, a client standing in for it).
+        let device = try server.standInForDriverPorts()
+        defer { device?.close() }
+        let client = try JackClient(name: "hosttest", server: server.name, reportsLatency: true, events: { _ in })
+        defer { client.close() }
+        // Two plain receivers whose inputs report no playback latency, as zita-j2n's do.
+        let sink = try JackClient(name: "sink", server: server.name, events: { _ in })
+        defer { sink.close() }
+        _ = try sink.registerAudioPort("a", direction: .input)
+        _ = try sink.registerAudioPort("b", direction: .input)
+        try sink.activate()
+        let input = try client.registerAudioPort("in", direction: .input)
+        let bridged = try client.registerAudioPort("bridged", direction: .output)
+        let plain = try client.registerAudioPort("plain", direction: .output)
+        client.setLatencies(inputs: [input], outputs: [(bridged, 0), (plain, 0)], beyond: [bridged: 480])
+        try client.activate()
+        try client.connect("hosttest:bridged", to: "sink:a")
+        try client.connect("hosttest:plain", to: "sink:b")
+        try client.connect("system:capture_1", to: "hosttest:in")
+        try waitFor("JACK to work out the latencies") {
+            client.playbackLatency(of: "hosttest:bridged") == 480...480 && client.playbackLatency(of: "hosttest:in") == 0...480
+        }
+        #expect(client.playbackLatency(of: "hosttest:plain") == 0...0)
+        #expect(client.downstreamPlaybackLatency(of: bridged) == 0...0, "what it feeds reports none")
+        // Recomputed again and again: the far end's share is put on what the port feeds, not on
+        // what the port said last time.
+        for _ in 0..<4 {
+            client.setLatencies(inputs: [input], outputs: [(bridged, 0), (plain, 0)], beyond: [bridged: 960], recompute: true)
+        }
+        try waitFor("the recomputed latency") { client.playbackLatency(of: "hosttest:in") == 0...960 }
+        Thread.sleep(forTimeInterval: 0.2)   // room for a wrong, compounded, answer to show
+        #expect(client.playbackLatency(of: "hosttest:bridged") == 960...960)
+        #expect(client.playbackLatency(of: "hosttest:in") == 0...960)
+    }
+
     @Test("a client whose server is killed (SIGKILL) sees shutdownReason become non-nil on its own, with no event or handler involved; close() then works")
     func serverKilled() throws {
         let server = try JackServer()

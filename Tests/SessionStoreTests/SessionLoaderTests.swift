@@ -53,7 +53,7 @@ struct SessionLoaderTests {
         let session = try parse(#"""
             {"routes": [{"name": "stage", "remote": {"engine": "zita-njbridge", "host": "10.77.0.2", "port": 30123}, "private": true},
                         {"name": "tx", "channels": 1,
-                         "remote": {"engine": "zita-njbridge", "host": "tx.local", "port": 30124, "format": "float", "client": "to-tx", "watch": false}},
+                         "remote": {"engine": "zita-njbridge", "host": "tx.local", "port": 30124, "format": "float", "client": "to-tx", "watch": false, "latency": 2.5}},
                         {"name": "foh", "ports": ["system:playback_1"]}]}
             """#)
         #expect(session.routes[0].ports == ["j2n-stage:in_1", "j2n-stage:in_2"])
@@ -61,9 +61,9 @@ struct SessionLoaderTests {
             Issue.record("not bridged: \(session.routes)")
             return
         }
-        #expect(stage.watch == 9951 && stage.format == .int24 && session.routes[0].isPrivate)
+        #expect(stage.watch == 9951 && stage.format == .int24 && stage.latency == 10 && session.routes[0].isPrivate)
         #expect(stage.senderArguments(channels: 2, server: nil) == ["--jname", "j2n-stage", "--chan", "2", "--24bit", "10.77.0.2", "30123"])
-        #expect(session.routes[1].ports == ["to-tx:in_1"] && tx.watch == nil)
+        #expect(session.routes[1].ports == ["to-tx:in_1"] && tx.watch == nil && tx.latency == 2.5)
         #expect(tx.senderArguments(channels: 1, server: "show") == ["--jname", "to-tx", "--chan", "1", "--float", "--jserv", "show", "tx.local", "30124"])
         #expect(session.bridgedRoutes.map(\.route.name) == ["stage", "tx"] && !session.usesNetJack2)
         let group = try parse(#"{"routes": [{"name": "m", "remote": {"engine": "zita-njbridge", "host": "239.1.2.3", "port": 1, "watch": false}}]}"#)
@@ -86,6 +86,8 @@ struct SessionLoaderTests {
         (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "watch": true}}]}"#, "routes[0].remote.watch: expected the far duckrouter's OSC port"),
         (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "peer": "p"}}]}"#, "routes[0].remote.peer: unknown field"),
         (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "-x", "port": 1}}]}"#, "routes[0].remote.host: expected the far host's address or name"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "latency": -1}}]}"#, "routes[0].remote.latency: expected a number"),
+        (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "latency": "10"}}]}"#, "routes[0].remote.latency: expected a number"),
         (#"{"routes": [{"name": "s", "remote": {"engine": "zita-njbridge", "host": "239.1.2.3", "port": 1}}]}"#, "routes[0].remote.watch: '239.1.2.3' is a multicast group"),
         (#"{"routes": [{"name": "a", "remote": {"engine": "zita-njbridge", "host": "h", "port": 1, "client": "tx"}}, {"name": "b", "remote": {"engine": "zita-njbridge", "host": "h", "port": 2, "client": "tx"}}]}"#, "routes[1].remote.client: 'tx' is already the sender of route 'a'"),
         (#"{"netjack2": {"address": "stagebox.local"}}"#, "netjack2.address: expected an IPv4 or IPv6 address"),

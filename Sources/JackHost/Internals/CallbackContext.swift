@@ -112,7 +112,9 @@ let xrunCallback: JackXRunCallback = { arg in
 /// Which input ports feed which output ports, and how many frames each output adds.
 struct LatencyPlan: Sendable {
     var inputs: [UInt] = []                         // jack_port_t * bit patterns
-    var outputs: [(port: UInt, added: UInt32)] = []
+    /// `added`: frames this output hears some inputs later (capture); `beyond`: frames what it
+    /// feeds adds that JACK cannot see (a network bridge's far end), on top of its playback latency.
+    var outputs: [(port: UInt, added: UInt32, beyond: UInt32)] = []
     /// Which plan this is: every plan set gets a new one (`JackClient.setLatencies`).
     var generation: UInt64 = 0
 }
@@ -132,7 +134,7 @@ let latencyCallback: JackLatencyCallback = { mode, arg in
     // gone, and no copy of the plan outlives the one in force (found by make tsan).
     let context = CallbackContext.from(arg)
     context.latency.withLock { plan in
-        let ranges = latencyRanges(plan, mode: mode)
+        let ranges = latencyRanges(plan, mode: mode, client: context.client)
         if context.setsLatencyLater {
             context.setLater(ranges, generation: plan.generation)
         } else {
@@ -147,15 +149,20 @@ struct LatencySetting: Sendable {
     var mode: jack_latency_callback_mode_t
     var min: UInt32
     var max: UInt32
+    /// JACK has this range already (an output's, worked out from its connections): nothing to set.
+    var known = false
 
     func apply() {
+        guard !known else { return }
         var range = jack_latency_range_t(min: min, max: max)
         jack_port_set_latency_range(OpaquePointer(bitPattern: port)!, mode, &range)
     }
 }
 
-/// The latency ranges of `plan`'s ports for `mode`, from what JACK says lies around them.
-private func latencyRanges(_ plan: LatencyPlan, mode: jack_latency_callback_mode_t) -> [LatencySetting] {
+/// The latency ranges of `plan`'s ports for `mode`, from what JACK says lies around them. For
+/// playback, every output's own range comes first (worked out from what it feeds, plus what lies
+/// beyond that, for an output with `beyond`; as JACK has it otherwise), then the inputs'.
+private func latencyRanges(_ plan: LatencyPlan, mode: jack_latency_callback_mode_t, client: OpaquePointer) -> [LatencySetting] {
     func port(_ bits: UInt) -> OpaquePointer { OpaquePointer(bitPattern: bits)! }
     var range = jack_latency_range_t(min: 0, max: 0)
     if mode == JackCaptureLatency {
@@ -169,14 +176,44 @@ private func latencyRanges(_ plan: LatencyPlan, mode: jack_latency_callback_mode
         if low == UInt32.max { low = 0 }
         return plan.outputs.map { LatencySetting(port: $0.port, mode: mode, min: low, max: high + $0.added) }
     } else {
+        // Each output: what lies downstream of it. JACK works that out from its connections; for
+        // one with something beyond them, the same is done here (not read back and added to,
+        // which would add it again each time), and the far end's share put on top.
+        var outputs: [LatencySetting] = []
+        for output in plan.outputs {
+            if output.beyond > 0 {
+                let fed = downstreamPlaybackLatency(of: port(output.port), client: client)
+                outputs.append(LatencySetting(port: output.port, mode: mode, min: fed.min &+ output.beyond, max: fed.max &+ output.beyond))
+            } else {
+                jack_port_get_latency_range(port(output.port), mode, &range)
+                outputs.append(LatencySetting(port: output.port, mode: mode, min: range.min, max: range.max, known: true))
+            }
+        }
         // Inputs: what lies downstream of every output, plus what each output adds.
         var low = UInt32.max, high: UInt32 = 0
-        for output in plan.outputs {
-            jack_port_get_latency_range(port(output.port), mode, &range)
-            low = min(low, range.min)
-            high = max(high, range.max + output.added)
+        for (output, setting) in zip(plan.outputs, outputs) {
+            low = min(low, setting.min)
+            high = max(high, setting.max + output.added)
         }
         if low == UInt32.max { low = 0 }
-        return plan.inputs.map { LatencySetting(port: $0, mode: mode, min: low, max: high) }
+        return outputs + plan.inputs.map { LatencySetting(port: $0, mode: mode, min: low, max: high) }
     }
+}
+
+/// The playback latency of what `port` (an output) feeds: the range over the ports it is
+/// connected to, as JACK2 works it out for an output itself; 0 when it feeds none.
+func downstreamPlaybackLatency(of port: OpaquePointer, client: OpaquePointer) -> (min: UInt32, max: UInt32) {
+    guard let names = jack_port_get_all_connections(client, port) else { return (0, 0) }
+    defer { jack_free(UnsafeMutableRawPointer(mutating: names)) }
+    var low = UInt32.max, high: UInt32 = 0
+    var index = 0
+    while let name = names[index] {
+        index += 1
+        guard let peer = jack_port_by_name(client, name) else { continue }
+        var range = jack_latency_range_t(min: 0, max: 0)
+        jack_port_get_latency_range(peer, JackPlaybackLatency, &range)
+        low = min(low, range.min)
+        high = max(high, range.max)
+    }
+    return low == UInt32.max ? (0, 0) : (low, high)
 }
