@@ -11,7 +11,8 @@ final class HostDaemon {
     let log: URL
 
     /// `session`: the session file's text.
-    init(host: String, server: JackServer, session: String, name: String = "router") throws {
+    /// `httpPort`: the HTTP server's port (0: off).
+    init(host: String, server: JackServer, session: String, name: String = "router", httpPort: Int = 0) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-\(name)-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent("\(name).json")
@@ -19,7 +20,7 @@ final class HostDaemon {
         log = folder.appendingPathComponent("\(name).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", host, DaemonTests.binary.path, "--server", server.name, "--http-port", "0",
+        process.arguments = ["netns", "exec", host, DaemonTests.binary.path, "--server", server.name, "--http-port", "\(httpPort)",
                              "--state", folder.appendingPathComponent("\(name).state.json").path, file.path]
         process.environment = ProcessInfo.processInfo.environment
             .merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/duckrouter-tests-have-no-system-bus"]) { $1 }
@@ -69,8 +70,9 @@ final class RouterHost {
     let local: TestClient
     let returned: TestClient
 
-    init() throws {
-        hosts = try NetworkHosts()
+    /// `thirdHost`: a third host, `c`, joined to `a` (NetworkHosts).
+    init(thirdHost: Bool = false) throws {
+        hosts = try NetworkHosts(thirdHost: thirdHost)
         var started: [() -> Void] = [hosts.close]
         do {
             router = try JackServer(period: 256, namespace: hosts.a)
