@@ -10,8 +10,9 @@ import SessionStore
 /// interval` after its last answer, and one that comes back within `interval` of answering.
 ///
 /// Owns: its thread and its UDP socket (an `OSCClient`, not connected: the far duckrouter answers
-/// from another socket than the one it was asked on). Tells only `onChange`, from its thread, and
-/// never after `stop` has returned.
+/// from another socket than the one it was asked on, but from the far host's address: answers
+/// from any other are dropped). Tells only `onChange`, from its thread, and never after `stop` has
+/// returned.
 public final class FarEndWatch: @unchecked Sendable {
     // @unchecked: `stopping` is read and written only under `lock`; `thread` is set by start,
     // before stop; the rest is set in init.
@@ -73,7 +74,9 @@ public final class FarEndWatch: @unchecked Sendable {
                 // A name is looked up here (it may block): on this thread, again each interval
                 // until it resolves.
                 do throws(OSCServerError) {
-                    client = try OSCClient(url)
+                    let asking = try OSCClient(url)
+                    asking.acceptsOnlyServerHost = true   // another host's /reply is not the far end's
+                    client = asking
                     unreachable = nil
                 } catch {
                     if unreachable != error.description {

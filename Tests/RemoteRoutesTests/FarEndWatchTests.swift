@@ -19,10 +19,19 @@ struct FarEndWatchTests {
         private var answering = true, stopping = false
         private let done = DispatchSemaphore(value: 0)
 
-        init() throws {
+        /// `answerFrom`: the address its replies come from (another host's, to pose as one).
+        init(answerFrom: String = "127.0.0.1") throws {
             let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
             self.fd = fd
-            replies = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            let replies = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            self.replies = replies
+            var source = sockaddr_in()
+            source.sin_family = sa_family_t(AF_INET)
+            source.sin_addr.s_addr = inet_addr(answerFrom)
+            let sourceBound = withUnsafePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(replies, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            guard sourceBound else { throw POSIXError(.EADDRNOTAVAIL) }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -114,6 +123,30 @@ struct FarEndWatchTests {
         responder.answer(false)
         Thread.sleep(forTimeInterval: 1.5)   // paced: nothing may happen in it
         #expect(changes.all.count == 3, "nothing told after stop")
+    }
+
+    @Test("an answer from another host than the far end's (127.0.0.2 answering for 127.0.0.1) is not the far end answering")
+    func answerFromElsewhere() throws {
+        let impostor = try Responder(answerFrom: "127.0.0.2")
+        defer { impostor.stop() }
+        let changes = Changes()
+        let watch = FarEndWatch(route: "stage", host: "127.0.0.1", port: Int(impostor.port), logger: Logger(label: "test") { _ in InMemoryLogHandler() }) {
+            changes.add($0)
+        }
+        watch.start()
+        Thread.sleep(forTimeInterval: 1.0)   // paced: four asks, each answered from elsewhere, in it
+        watch.stop()
+        #expect(changes.all.isEmpty, "taken for the far end: \(changes.all)")
+        // The same responder answering from the far end's own address is heard (the test can fail).
+        let genuine = try Responder()
+        defer { genuine.stop() }
+        let heard = Changes()
+        let second = FarEndWatch(route: "stage", host: "127.0.0.1", port: Int(genuine.port), logger: Logger(label: "test") { _ in InMemoryLogHandler() }) {
+            heard.add($0)
+        }
+        second.start()
+        defer { second.stop() }
+        try waitFor("an answer") { heard.all.count == 1 }
     }
 
     @Test("a far host that cannot be resolved is logged once and asked again; nothing is told")
