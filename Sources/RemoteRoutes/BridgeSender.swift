@@ -5,6 +5,10 @@ import Logging
 /// started again after it exits (backoff from `firstDelay`, doubling up to `maximumDelay`, back to
 /// the first after a run of `steadyRun`), its output logged line by line, stopped cleanly.
 ///
+/// A sender that keeps failing the same way (no JACK server: it exits at once, every few
+/// seconds, for as long as the server is away) is reported once, with its output, then once per
+/// `repeatReport` with a count; the runs between are logged at debug level only.
+///
 /// Owns: its thread (which starts the child and waits for it), the child. The child is started
 /// through `setpriv --pdeathsig TERM` when setpriv exists (util-linux): if the daemon dies without
 /// stopping it (SIGKILL, a crash), the kernel stops the child too, so no orphan sender keeps the
@@ -32,14 +36,18 @@ public final class BridgeSender: @unchecked Sendable {
     public static let firstDelay = 0.5
     public static let maximumDelay = 5.0
     public static let steadyRun = 30.0
+    /// How often the same failure, repeated, is reported again (with its count).
+    private let repeatReport: Double
     /// What the sender's JACK client is started with: never starting a JACK server of its own
     /// (libjack would, when none runs and this is unset).
     static let environment = ["JACK_NO_START_SERVER": "1"]
 
-    /// `executable`: the sender's full path; `arguments`: its arguments.
-    public init(route: String, executable: String, arguments: [String], logger: Logger) {
+    /// `executable`: the sender's full path; `arguments`: its arguments; `repeatReport`: seconds
+    /// between reports of the same failure repeated.
+    public init(route: String, executable: String, arguments: [String], logger: Logger, repeatReport: Double = 60) {
         self.route = route
         self.logger = logger
+        self.repeatReport = repeatReport
         name = URL(fileURLWithPath: executable).lastPathComponent
         if let setpriv = ChildProcess.find("setpriv") {
             command = (setpriv, ["--pdeathsig", "TERM", "--", executable] + arguments)
@@ -83,9 +91,15 @@ public final class BridgeSender: @unchecked Sendable {
     private func run() {
         defer { finished.signal() }
         var delay = Self.firstDelay
+        // The failure being repeated (how the last short run ended), when it was last reported,
+        // and how many times it came since.
+        var repeating: (ending: String, reported: Date, since: Int)?
         while true {
             let started = Date()
             let spawned: ChildProcess
+            // Quiet while the last failure repeats and is not due to be reported again.
+            let quiet = repeating.map { Date().timeIntervalSince($0.reported) < repeatReport } ?? false
+            let level: Logger.Level = quiet ? .debug : .notice
             do {
                 spawned = try lock.withLock { () throws(ChildProcess.SpawnError) -> ChildProcess in
                     if stopping { throw ChildProcess.SpawnError(description: "stopping") }
@@ -93,9 +107,9 @@ public final class BridgeSender: @unchecked Sendable {
                     child = started
                     return started
                 }
-                logger.info("\(name) started", metadata: ["route": "\(route)", "pid": "\(spawned.pid)"])
+                logger.log(level: quiet ? .debug : .info, "\(name) started", metadata: ["route": "\(route)", "pid": "\(spawned.pid)"])
                 spawned.readLines { line in
-                    logger.notice("\(name): \(line)", metadata: ["route": "\(route)"])
+                    logger.log(level: level, "\(name): \(line)", metadata: ["route": "\(route)"])
                 }
                 // Its output ended: it has exited, or closed its output and runs on (stop's
                 // signals still reach it). Out of reach of them only once it has exited, before
@@ -107,8 +121,22 @@ public final class BridgeSender: @unchecked Sendable {
                     logger.info("\(name) stopped (\(ending))", metadata: ["route": "\(route)"])
                     return
                 }
-                if Date().timeIntervalSince(started) >= Self.steadyRun { delay = Self.firstDelay }
-                logger.warning("\(name) exited (\(ending)); starting it again in \(delay) s", metadata: ["route": "\(route)"])
+                let ran = Date().timeIntervalSince(started)
+                if ran >= Self.steadyRun { delay = Self.firstDelay }
+                let how = "\(ending)"
+                if ran < Self.steadyRun, let last = repeating, last.ending == how {
+                    if quiet {
+                        repeating?.since += 1
+                        logger.debug("\(name) exited (\(how)); starting it again in \(delay) s", metadata: ["route": "\(route)"])
+                    } else {
+                        logger.warning("\(name) still exiting (\(how)): \(last.since + 1) times in \(String(format: "%.0f", Date().timeIntervalSince(last.reported))) s; starting it again in \(delay) s",
+                                       metadata: ["route": "\(route)"])
+                        repeating = (how, Date(), 0)
+                    }
+                } else {
+                    logger.warning("\(name) exited (\(how)); starting it again in \(delay) s", metadata: ["route": "\(route)"])
+                    repeating = ran < Self.steadyRun ? (how, Date(), 0) : nil
+                }
             } catch {
                 if lock.withLock({ stopping }) { return }
                 logger.error("\(error); trying again in \(delay) s", metadata: ["route": "\(route)"])

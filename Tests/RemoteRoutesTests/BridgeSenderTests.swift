@@ -9,7 +9,11 @@ import Testing
 @Suite("A supervised sender", .serialized)
 struct BridgeSenderTests {
     let log = InMemoryLogHandler()
-    var logger: Logger { Logger(label: "test") { _ in log } }
+    var logger: Logger {
+        var logger = Logger(label: "test") { _ in log }
+        logger.logLevel = .trace
+        return logger
+    }
 
     func messages() -> [String] { log.entries.map { "\($0.message)" } }
 
@@ -108,6 +112,23 @@ struct BridgeSenderTests {
         sender.stop()
         #expect(Date().timeIntervalSince(asked) < 2, "stopped by SIGTERM to its process group")
         try waitFor("the grandchild gone") { kill(sleeper, 0) != 0 }
+    }
+
+    @Test("the same failure again and again (no JACK server) is reported once, then once per repeatReport with its count; the runs between only at debug level")
+    func repeatedFailureQuiet() throws {
+        let sender = BridgeSender(route: "stage", executable: "/bin/sh", arguments: ["-c", "echo >&2 cannot connect to JACK; exit 1"],
+                                  logger: logger, repeatReport: 2)
+        sender.start()
+        defer { sender.stop() }
+        // Runs at 0, 0.5, 1.5 and 3.5 s: the first reported, two quiet, the fourth reported with the count.
+        try waitFor("the repeated failure reported again") { messages().contains { $0.hasPrefix("sh still exiting (exit status 1): 3 times in") } }
+        let entries = log.entries
+        let loud = entries.filter { $0.level > .debug }.map { "\($0.message)" }
+        let quiet = entries.filter { $0.level == .debug }.map { "\($0.message)" }
+        #expect(loud.filter { $0.hasPrefix("sh exited") }.count == 1 && loud.filter { $0.hasPrefix("sh still exiting") }.count == 1, "\(loud)")
+        #expect(loud.filter { $0 == "sh: cannot connect to JACK" }.count == 2, "its output with each report: \(loud)")
+        #expect(quiet.filter { $0.hasPrefix("sh exited (exit status 1)") }.count == 2 && quiet.filter { $0 == "sh: cannot connect to JACK" }.count == 2,
+                "the runs between at debug: \(quiet)")
     }
 
     @Test("restartSoon cuts the wait before the next start short (the JACK server is back)")
