@@ -26,7 +26,7 @@ struct ChangeTransaction {
             // while that says yes and its ports exist.
             if !fromGraph, case let .setRouteAvailable(route, flag) = event, let r = inventory.routeIndex(route) {
                 enabled.append((r, flag))
-                event = .setRouteAvailable(route: route, flag && inventory.routes[r].present && inventory.routes[r].farEndAnswers)
+                event = .setRouteAvailable(route: route, flag && inventory.routes[r].reachable)
             }
             if case let .setChannelMap(app, links?) = event {
                 let appChannels = additions.last { $0.name == app }?.channels ?? inventory.apps.first { $0.name == app }?.channelCount

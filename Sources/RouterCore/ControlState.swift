@@ -46,11 +46,11 @@ struct RouteState {
     var settlesAt: UInt64?
     /// What `/route/<route>/available` last said (for devices JACK cannot see); default yes.
     var enabled = true
-    /// Whether the far end of a watched remote route answers (`Router.setFarEndAnswers`): false
-    /// until it first does. Always true for a route whose far end is not watched.
-    var farEndAnswers = true
-    /// The route's far end is watched (a zita-njbridge route with `watch`).
-    var farEndWatched = false
+    /// For a remote route whose far end is watched (a zita-njbridge route with `watch`): whether
+    /// it answers (`Router.setFarEndAnswers`), false until it first does. nil: not watched.
+    var farEndAnswers: Bool?
+    /// Whether audio sent here is heard: its ports exist, and a watched far end answers.
+    var reachable: Bool { present && farEndAnswers != false }
     /// Milliseconds this route hears its inputs late (look-ahead for talkover), 0: none.
     var lookahead: Double = 0
     /// Milliseconds the far end of a bridged route adds out of JACK's sight (`remote.latency`).

@@ -46,10 +46,7 @@ struct PortInventory {
                                destinations: route.ports, gain: gain, lookahead: route.lookahead)
         if case let .zitaNjbridge(bridge)? = route.remote {
             state.beyondMs = bridge.latency
-            if bridge.watch != nil {
-                state.farEndWatched = true
-                state.farEndAnswers = false
-            }
+            if bridge.watch != nil { state.farEndAnswers = false }
         }
         routes.append(state)
     }

@@ -236,10 +236,9 @@ extension Router {
             inventory.routes[index].settlesAt = nil
             inventory.routes[index].present = present
             let name = inventory.routes[index].name
-            let answers = inventory.routes[index].farEndAnswers
-            let available = present && inventory.routes[index].enabled && answers
+            let available = inventory.routes[index].reachable && inventory.routes[index].enabled
             guard available != policy.state.availableRoutes.contains(name) else { continue }
-            logger.info(!present ? "a route's device is missing" : answers ? "a route's device is there" : "a remote route's far end does not answer",
+            logger.info(!present ? "a route's device is missing" : inventory.routes[index].reachable ? "a route's device is there" : "a remote route's far end does not answer",
                         metadata: ["route": "\(name)"])
             do throws(RouterError) {
                 _ = try performOnQueue([Change(.setRouteAvailable(route: name, available))], fromGraph: true)

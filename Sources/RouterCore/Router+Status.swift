@@ -41,7 +41,7 @@ extension Router {
                 routes: inventory.routes.map {
                     .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
                           available: policy.state.availableRoutes.contains($0.name),
-                          farEndAnswers: $0.farEndWatched ? $0.farEndAnswers : nil,
+                          farEndAnswers: $0.farEndAnswers,
                           latencyFrames: playbackLatency(of: $0),
                           volume: Double(Decibels.sliderPosition(linear: $0.gain)),
                           gainDecibels: Double(Decibels.level($0.gain)),

@@ -306,8 +306,8 @@ public final class Router: @unchecked Sendable {
     /// while the server is away is kept and applied when the router is back on one.
     public func setFarEndAnswers(route: String, _ answers: Bool) {
         queue.sync {
-            guard !stopped, let index = inventory.routeIndex(route), inventory.routes[index].farEndWatched,
-                  inventory.routes[index].farEndAnswers != answers else { return }
+            guard !stopped, let index = inventory.routeIndex(route), let known = inventory.routes[index].farEndAnswers,
+                  known != answers else { return }
             inventory.routes[index].farEndAnswers = answers
             updateRoutePresence()
         }
