@@ -18,9 +18,10 @@ public enum ControlCommand: Equatable, Sendable {
     /// Peak meters to `url` (nil: the sender) at `rate` Hz (0 stops them).
     case meters(url: String?, rate: Double)
     case state
-    /// `/ping`: answered with the router's JACK client name (a far router watching this one, a
-    /// control surface's connection light).
-    case ping
+    /// `/ping [token]`: answered with the router's JACK client name, and the token when one was
+    /// given (a far router watching this one, which tells its own answers by it; a control
+    /// surface's connection light).
+    case ping(token: Int?)
 
     public enum Query: Equatable, Sendable {
         case appVolume(String), appGain(String), appRemote(String), appNotify(String), appCategory(String)
@@ -88,7 +89,7 @@ public enum ControlCommand: Equatable, Sendable {
             guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 20 means 20), got \(rate)") }
             command = .meters(url: try a.optionalURL(), rate: min(rate, 20))
         case "state" where parts.count == 1: command = .state
-        case "ping" where parts.count == 1: command = .ping
+        case "ping" where parts.count == 1: command = .ping(token: try a.optionalInteger("token"))
         default: throw unknown(message.path)
         }
         try a.finish()

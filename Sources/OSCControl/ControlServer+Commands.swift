@@ -60,8 +60,8 @@ extension ControlServer {
             return [.float(Float(rate)), .string(key)]
         case .state:
             return [.string(stateJSON())]
-        case .ping:
-            return [.string(router.jackClientName())]
+        case let .ping(token):
+            return [.string(router.jackClientName())] + (token.map { [.int32(Int32($0))] } ?? [])
         }
     }
 

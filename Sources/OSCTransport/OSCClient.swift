@@ -12,10 +12,6 @@ public final class OSCClient {
     private var input: [UInt8] = []
     private var inputStart = 0
     private var buffer = [UInt8](repeating: 0, count: 65_536)
-    /// UDP: datagrams from any host other than the server's address are dropped (for a watch that
-    /// must not take another host's answer for the server's). Off by default: a server with many
-    /// addresses may answer from another one than it was asked at.
-    public var acceptsOnlyServerHost = false
 
     public init(_ url: OSCURL) throws(OSCServerError) {
         guard let address = SocketAddress(host: url.host, port: url.port) else {
@@ -108,21 +104,13 @@ public final class OSCClient {
             let ready = poll(&p, 1, left <= 0 ? 0 : Int32(min(left * 1000 + 1, 1_000_000)))
             if ready <= 0 { continue }
             let capacity = buffer.count
-            var source = sockaddr_storage()
-            var sourceLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = withUnsafeMutablePointer(to: &source) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, capacity, 0, $0, &sourceLength) }
-            }
+            let count = recv(fd, &buffer, capacity, 0)
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw OSCServerError("cannot receive from \(url): \(errorText())")
             }
             if count == 0 && url.transport == .tcp { throw OSCServerError("\(url) closed the connection") }
             if url.transport == .udp {
-                if acceptsOnlyServerHost {
-                    let from = withUnsafePointer(to: &source) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) } }
-                    guard from?.bytes == address.bytes else { continue }
-                }
                 if let decoded = try? OSCCodec.decode(Array(buffer[0..<count])) { return decoded }
             } else {
                 if inputStart > 0 {

@@ -10,8 +10,8 @@ import SessionStore
 /// interval` after its last answer, and one that comes back within `interval` of answering.
 ///
 /// Owns: its thread and its UDP socket (an `OSCClient`, not connected: the far duckrouter answers
-/// from another socket than the one it was asked on, but from the far host's address: answers
-/// from any other are dropped). Tells only `onChange`, from its thread, and never after `stop` has
+/// from another socket than the one it was asked on). Only a `/reply` carrying the token each
+/// `/ping` carries counts. Tells only `onChange`, from its thread, and never after `stop` has
 /// returned.
 public final class FarEndWatch: @unchecked Sendable {
     // @unchecked: `stopping` is read and written only under `lock`; `thread` is set by start,
@@ -67,16 +67,17 @@ public final class FarEndWatch: @unchecked Sendable {
         var refused: String?
         var lastAnswer: Date?
         var answers = false
-        let ping = OSCCodec.encode(OSCMessage("/ping"))
+        // The far end sends the token back: a reply without it is not an answer to this watch
+        // (the far host may answer from another of its addresses than the one asked).
+        let token = Int32.random(in: 1...999_999_999)
+        let ping = OSCCodec.encode(OSCMessage("/ping", [.int32(token)]))
         while !isStopping {
             let tick = Date()
             if client == nil {
                 // A name is looked up here (it may block): on this thread, again each interval
                 // until it resolves.
                 do throws(OSCServerError) {
-                    let asking = try OSCClient(url)
-                    asking.acceptsOnlyServerHost = true   // another host's /reply is not the far end's
-                    client = asking
+                    client = try OSCClient(url)
                     unreachable = nil
                 } catch {
                     if unreachable != error.description {
@@ -92,7 +93,7 @@ public final class FarEndWatch: @unchecked Sendable {
                         let wait = interval - Date().timeIntervalSince(tick)
                         guard wait > 0, let packet = try client.receive(timeout: wait) else { break }
                         for message in OSCClient.messages(in: packet) where message.arguments.first == .string("/ping") {
-                            if message.path == "/reply" {
+                            if message.path == "/reply", message.arguments.last == .int32(token) {
                                 lastAnswer = Date()
                                 refused = nil
                             } else if message.path == "/error", refused == nil {

@@ -10,7 +10,8 @@ import Testing
 /// duckrouter: IntegrationTests.RemoteRouteTests.
 @Suite("Watching a far end", .serialized)
 struct FarEndWatchTests {
-    /// Answers `/ping` with `/reply "/ping" "far"` while `answering`, from another socket.
+    /// Answers `/ping <token>` with `/reply "/ping" "far" <token>` while `answering`, from another
+    /// socket, as duckrouter does.
     final class Responder: @unchecked Sendable {
         // @unchecked: `answering` and `stopping` under `lock`; the sockets are the thread's.
         let port: UInt16
@@ -19,8 +20,11 @@ struct FarEndWatchTests {
         private var answering = true, stopping = false
         private let done = DispatchSemaphore(value: 0)
 
-        /// `answerFrom`: the address its replies come from (another host's, to pose as one).
-        init(answerFrom: String = "127.0.0.1") throws {
+        /// `answerFrom`: the address its replies come from (another of the host's, or another
+        /// host's); `echoesToken` false: it answers without the token (a stray or forged reply).
+        let echoesToken: Bool
+        init(answerFrom: String = "127.0.0.1", echoesToken: Bool = true) throws {
+            self.echoesToken = echoesToken
             let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
             self.fd = fd
             let replies = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
@@ -67,7 +71,7 @@ struct FarEndWatchTests {
                 }
                 guard count > 0, lock.withLock({ answering }),
                       case let .message(message)? = try? OSCCodec.decode(Array(buffer[0..<count])), message.path == "/ping" else { continue }
-                let reply = OSCCodec.encode(OSCMessage("/reply", [.string("/ping"), .string("far")]))
+                let reply = OSCCodec.encode(OSCMessage("/reply", [.string("/ping"), .string("far")] + (echoesToken ? message.arguments : [])))
                 _ = withUnsafePointer(to: &from) { pointer in
                     pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(replies, reply, reply.count, 0, $0, length) }
                 }
@@ -125,23 +129,23 @@ struct FarEndWatchTests {
         #expect(changes.all.count == 3, "nothing told after stop")
     }
 
-    @Test("an answer from another host than the far end's (127.0.0.2 answering for 127.0.0.1) is not the far end answering")
-    func answerFromElsewhere() throws {
-        let impostor = try Responder(answerFrom: "127.0.0.2")
-        defer { impostor.stop() }
+    @Test("only a reply carrying the watch's token is the far end answering: a stray /reply to /ping without it is not; the far end answering from another of its addresses is")
+    func answersCarryTheToken() throws {
+        let stray = try Responder(echoesToken: false)
+        defer { stray.stop() }
         let changes = Changes()
-        let watch = FarEndWatch(route: "stage", host: "127.0.0.1", port: Int(impostor.port), logger: Logger(label: "test") { _ in InMemoryLogHandler() }) {
+        let watch = FarEndWatch(route: "stage", host: "127.0.0.1", port: Int(stray.port), logger: Logger(label: "test") { _ in InMemoryLogHandler() }) {
             changes.add($0)
         }
         watch.start()
-        Thread.sleep(forTimeInterval: 1.0)   // paced: four asks, each answered from elsewhere, in it
+        Thread.sleep(forTimeInterval: 1.0)   // paced: four asks, each answered without the token, in it
         watch.stop()
-        #expect(changes.all.isEmpty, "taken for the far end: \(changes.all)")
-        // The same responder answering from the far end's own address is heard (the test can fail).
-        let genuine = try Responder()
-        defer { genuine.stop() }
+        #expect(changes.all.isEmpty, "a reply without the token taken for the far end: \(changes.all)")
+        // Asked at 127.0.0.1, answering from 127.0.0.2 (a far host with two addresses), with the token.
+        let elsewhere = try Responder(answerFrom: "127.0.0.2")
+        defer { elsewhere.stop() }
         let heard = Changes()
-        let second = FarEndWatch(route: "stage", host: "127.0.0.1", port: Int(genuine.port), logger: Logger(label: "test") { _ in InMemoryLogHandler() }) {
+        let second = FarEndWatch(route: "stage", host: "127.0.0.1", port: Int(elsewhere.port), logger: Logger(label: "test") { _ in InMemoryLogHandler() }) {
             heard.add($0)
         }
         second.start()
