@@ -88,6 +88,9 @@ public final class Engine {
         core.pointee.frameClock = clock
         core.pointee.frameClockArgument = argument
         core.pointee.lastCycleEnd = nil
+        // Another clock (a new client, maybe a new server): the old one's gaps say nothing here.
+        _ = recentGaps()
+        gapHistory.removeAll()
     }
 
     /// The argument to register with `engineProcessCallback`.

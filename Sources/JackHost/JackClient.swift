@@ -218,7 +218,9 @@ public final class JackClient {
 
     /// The playback latency (frames) of what one of this client's outputs feeds: the range over
     /// the ports it is connected to, as JACK has them (0 when it feeds none). Read from the
-    /// graph JACK shares with its clients: no server round trip, but not for the process thread.
+    /// graph JACK shares with its clients, but JACK2 first waits for a graph change under way
+    /// (about a period): call it when the graph changed, not for every status, and never on the
+    /// process thread.
     public func downstreamPlaybackLatency(of port: JackPort) -> ClosedRange<UInt32> {
         guard let handle = client else { return 0...0 }
         let range = JackHost.downstreamPlaybackLatency(of: port.pointer, client: handle)
@@ -226,7 +228,7 @@ public final class JackClient {
     }
 
     /// The playback latency range (frames) JACK reports for the port named `fullName`: how long
-    /// until what it carries now is heard. A server query: not for a status that is asked often.
+    /// until what it carries now is heard (the port looked up by name, then its latency read).
     public func playbackLatency(of fullName: String) -> ClosedRange<UInt32>? {
         guard let port = jack_port_by_name(handle, fullName) else { return nil }
         var range = jack_latency_range_t(min: 0, max: 0)

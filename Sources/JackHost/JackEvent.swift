@@ -10,4 +10,7 @@ public enum JackEvent: Sendable, Equatable {
     case bufferSizeChanged(Int)
     case sampleRateChanged(Int)
     case xrun
+    /// JACK worked the client's playback latencies out again (with `reportsLatency`): what its
+    /// outputs feed may report other latencies now.
+    case latenciesChanged
 }

@@ -55,6 +55,9 @@ struct RouteState {
     var lookahead: Double = 0
     /// Milliseconds the far end of a bridged route adds out of JACK's sight (`remote.latency`).
     var beyondMs: Double = 0
+    /// How long until what the route's ports carry is heard, frames (what they feed, plus
+    /// `beyondMs`), as last worked out (`Router.refreshRouteLatencies`); nil while unknown.
+    var latencyFrames: ClosedRange<UInt32>?
 }
 
 /// The input route (DESIGN.md §2): `input_<n>`, fed by the session's `input.ports`.

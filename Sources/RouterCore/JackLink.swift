@@ -18,7 +18,8 @@ final class JackLink: @unchecked Sendable {
     struct Parameters: Sendable {
         var clientName: String
         var server: String?
-        /// Whether some route has a look-ahead or is remote, so the client reports its own latencies.
+        /// Whether some route has a look-ahead or a far end JACK cannot see (zita-njbridge), so the
+        /// client reports its own latencies.
         var reportsLatency: Bool
         /// netjack2's master side (`netmanager`) to load into the server when a route is remote
         /// over netjack2; nil when none is.

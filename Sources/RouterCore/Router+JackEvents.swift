@@ -64,6 +64,7 @@ extension Router {
         patchbay.connectInputs(inventory.input, on: opened)
         for app in inventory.apps { patchbay.connectSources(of: app, on: opened) }
         updateLatencies(recompute: true)
+        refreshRouteLatencies()
     }
 
     /// Says what became of netjack2's master side on this server (remote routes need it).
@@ -209,15 +210,43 @@ extension Router {
             logger.info("JACK sample rate changed", metadata: ["from": "\(sampleRate)", "to": "\(rate)"])
             sampleRate = rate
             republish()
+            // Look-ahead and far ends are in milliseconds: other frame counts now.
+            updateLatencies(recompute: true)
+            refreshRouteLatencies()
         case .xrun:
             diagnostics.countXrun()
-        case let .portsConnected(_, destination):
+        case let .portsConnected(source, destination):
             // Someone connected to an exclusive app: only its own sources stay.
             for app in inventory.apps where app.exclusive && app.ports.contains(where: { $0.name == destination }) {
                 patchbay.connectSources(of: app, on: client)
             }
-        case .portsDisconnected:
-            break
+            refreshRouteLatencies(port: source)
+        case let .portsDisconnected(source, _):
+            refreshRouteLatencies(port: source)
+        case .latenciesChanged:
+            refreshRouteLatencies()
+        }
+    }
+
+    /// Works out again how long until what a route's ports carry is heard (`RouteState.latencyFrames`,
+    /// shown in `/state`): the playback latency of what they feed, as JACK has it, plus a bridge's
+    /// far end. On the graph's events (a route port connected or disconnected, JACK's latencies
+    /// worked out again, a new client), not on every status: reading the graph may wait for a
+    /// pending graph change. `port`: only the route with that port of the router's.
+    func refreshRouteLatencies(port: String? = nil) {
+        guard let client = link.client else { return }
+        for index in inventory.routes.indices {
+            let route = inventory.routes[index]
+            if let port, !route.ports.contains(where: { $0.name == port }) { continue }
+            guard !route.ports.isEmpty else {
+                inventory.routes[index].latencyFrames = nil
+                continue
+            }
+            let beyond = UInt32(clamping: Int((route.beyondMs * Double(sampleRate) / 1000).rounded()))
+            let ranges = route.ports.map { client.downstreamPlaybackLatency(of: $0) }
+            let low = ranges.map(\.lowerBound).min()!, high = ranges.map(\.upperBound).max()!
+            let (sumLow, overLow) = low.addingReportingOverflow(beyond), (sumHigh, overHigh) = high.addingReportingOverflow(beyond)
+            inventory.routes[index].latencyFrames = (overLow ? .max : sumLow)...(overHigh ? .max : sumHigh)
         }
     }
 
@@ -313,7 +342,7 @@ extension Router {
     /// Tells JACK (through the client's latency callback) that look-ahead routes carry some inputs
     /// (the voices) that many frames late, so latency-aware recorders know, and that a bridged
     /// route's far end adds its `remote.latency` after the sender's ports (which report none).
-    /// Only with a look-ahead or a remote route (`reportsLatency`). Called whenever the router's
+    /// Only with a look-ahead or a zita-njbridge route (`reportsLatency`). Called whenever the router's
     /// ports change; a port leaves the plan before it is unregistered.
     ///
     /// JACK is asked to recompute only with `recompute` (a new client): a server round trip that
@@ -327,7 +356,7 @@ extension Router {
         outputs += inventory.allCapturePorts.filter { !gone.contains($0) }.map { (port: $0, added: UInt32(0)) }
         var beyond: [JackPort: UInt32] = [:]
         for route in inventory.routes where route.beyondMs > 0 {
-            for port in route.ports { beyond[port] = UInt32((route.beyondMs * Double(sampleRate) / 1000).rounded()) }
+            for port in route.ports { beyond[port] = UInt32(clamping: Int((route.beyondMs * Double(sampleRate) / 1000).rounded())) }
         }
         client.setLatencies(inputs: inputs, outputs: outputs, beyond: beyond, recompute: recompute)
     }

@@ -42,7 +42,7 @@ extension Router {
                     .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
                           available: policy.state.availableRoutes.contains($0.name),
                           farEndAnswers: $0.farEndAnswers,
-                          latencyFrames: playbackLatency(of: $0),
+                          latencyFrames: link.client == nil ? nil : $0.latencyFrames,
                           volume: Double(Decibels.sliderPosition(linear: $0.gain)),
                           gainDecibels: Double(Decibels.level($0.gain)),
                           peakDecibels: diagnostics.latestPeakDecibels(route: $0))
@@ -54,14 +54,5 @@ extension Router {
                 cells: publisher.cellCount, cycles: statistics.cycles, xruns: diagnostics.xruns,
                 missedCycles: statistics.missedCycles, recentGaps: engine.recentGaps(), nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
         }
-    }
-
-    /// A route's playback latency: the widest over its ports of what each feeds (as JACK has it),
-    /// plus what a bridge's far end adds out of JACK's sight. nil while off the server.
-    private func playbackLatency(of route: RouteState) -> ClosedRange<UInt32>? {
-        guard let client = link.client, !route.ports.isEmpty else { return nil }
-        let beyond = UInt32((route.beyondMs * Double(sampleRate) / 1000).rounded())
-        let ranges = route.ports.map { client.downstreamPlaybackLatency(of: $0) }
-        return (ranges.map(\.lowerBound).min()! + beyond)...(ranges.map(\.upperBound).max()! + beyond)
     }
 }

@@ -65,8 +65,9 @@ struct RemoteControlTests {
         #expect(try ask(local, OSCMessage("/system/silent"))?.arguments.last == .int32(0), "the silent switch unchanged")
 
         // HTTP (OSCQuery) on the same rules: host b reads the value, host c gets 403.
-        func curl(on host: String, _ url: String) throws -> (status: String, body: String) {
-            let out = try Tool.output("/usr/sbin/ip", ["netns", "exec", host, "/usr/bin/curl", "-s", "-m", "5", "-w", "\n%{http_code}", url]).text
+        func curl(on host: String, _ url: String, headers: [String] = []) throws -> (status: String, body: String) {
+            let out = try Tool.output("/usr/sbin/ip", ["netns", "exec", host, "/usr/bin/curl", "-s", "-m", "5", "-w", "\n%{http_code}"]
+                                      + headers.flatMap { ["-H", $0] } + [url]).text
             let lines = out.split(separator: "\n", omittingEmptySubsequences: false)
             return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n"))
         }
@@ -74,6 +75,10 @@ struct RemoteControlTests {
         #expect(read.status == "200" && read.body == #"{"VALUE":[0.5]}"#, "\(read)")
         let forbidden = try curl(on: c, "http://\(NetworkHosts.addressAForC):\(httpPort)/app/music/volume?VALUE")
         #expect(forbidden.status == "403", "\(forbidden)")
+        // Nor may it open the WebSocket that would carry OSC (and so changes) to the router.
+        let upgrade = ["Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
+        let socket = try curl(on: c, "http://\(NetworkHosts.addressAForC):\(httpPort)/", headers: upgrade)
+        #expect(socket.status == "403", "a WebSocket from host c: \(socket)")
         #expect(daemon.process.isRunning, "\(daemon.logText)")
     }
 }

@@ -257,7 +257,8 @@ struct JackClientTests {
         // from system:capture_1 (on PipeWire, a client standing in for it).
         let device = try server.standInForDriverPorts()
         defer { device?.close() }
-        let client = try JackClient(name: "hosttest", server: server.name, reportsLatency: true, events: { _ in })
+        let events = EventLog()
+        let client = try JackClient(name: "hosttest", server: server.name, reportsLatency: true, events: events.record)
         defer { client.close() }
         // Two plain receivers whose inputs report no playback latency, as zita-j2n's do.
         let sink = try JackClient(name: "sink", server: server.name, events: { _ in })
@@ -278,8 +279,10 @@ struct JackClientTests {
         }
         #expect(client.playbackLatency(of: "hosttest:plain") == 0...0)
         #expect(client.downstreamPlaybackLatency(of: bridged) == 0...0, "what it feeds reports none")
+        try waitFor("the client told that its latencies were worked out") { events.contains(.latenciesChanged) }
         // Recomputed again and again: the far end's share is put on what the port feeds, not on
-        // what the port said last time.
+        // what the port said last time (JACK2 works an output's latency out from its connections
+        // before every callback, so there it would not compound anyway; PipeWire keeps what was set).
         for _ in 0..<4 {
             client.setLatencies(inputs: [input], outputs: [(bridged, 0), (plain, 0)], beyond: [bridged: 960], recompute: true)
         }

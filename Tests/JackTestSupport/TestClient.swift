@@ -252,7 +252,9 @@ public struct Recording: Sendable {
     public var missedStretches: [(firstFrame: UInt32, frames: UInt32)] {
         zip(cycleStarts, cycleStarts.dropFirst()).compactMap { a, b in
             let end = a.frameTime &+ UInt32(b.index - a.index)
-            return b.frameTime != end ? (end, b.frameTime &- end) : nil
+            // Later than the end (within half the clock's range, as the engine judges): a clock
+            // that went back misses nothing.
+            return b.frameTime != end && b.frameTime &- end < 0x8000_0000 ? (end, b.frameTime &- end) : nil
         }
     }
 

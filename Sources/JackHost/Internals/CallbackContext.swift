@@ -141,6 +141,7 @@ let latencyCallback: JackLatencyCallback = { mode, arg in
             for setting in ranges { setting.apply() }
         }
     }
+    if mode == JackPlaybackLatency { context.handler(.latenciesChanged) }
 }
 
 /// One port's latency range for one direction, to set.
