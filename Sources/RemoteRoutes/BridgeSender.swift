@@ -73,18 +73,49 @@ public final class BridgeSender: @unchecked Sendable {
     /// Stops the sender (SIGTERM; SIGKILL after 2 s) and waits for its thread to end. Once: a
     /// second call returns at once.
     public func stop() {
-        let first = lock.withLock {
+        guard requestStop() else { return }
+        awaitStop(killAfter: .now() + 2)
+    }
+
+    /// The first half of `stop`, for stopping many at once: SIGTERM to the sender, nothing started
+    /// after. Whether this was the first request (only then is `awaitStop` called).
+    func requestStop() -> Bool {
+        lock.withLock {
             defer { stopping = true }
             child?.send(SIGTERM)
             wake.signal()
-            return !stopping
+            return !stopping && thread != nil
         }
-        guard first, thread != nil else { return }
-        if finished.wait(timeout: .now() + 2) == .timedOut {
+    }
+
+    /// The second half: waits for the thread until `killAfter`, then SIGKILLs the sender and waits
+    /// 5 s more at most.
+    func awaitStop(killAfter deadline: DispatchTime) {
+        if finished.wait(timeout: deadline) == .timedOut {
             lock.withLock { child?.send(SIGKILL) }
             if finished.wait(timeout: .now() + 5) == .timedOut {
                 logger.error("\(name) did not end after SIGKILL; not waiting for it", metadata: ["route": "\(route)"])
             }
+        }
+    }
+
+    /// Logs how a run ended: at `level` the first time, at debug level while the same ending
+    /// repeats (`quiet`), at `level` again with the count once `repeatReport` has passed.
+    /// `short`: the run was short (a failure, which may repeat); a long one ends any repetition.
+    private func report(_ what: String, repeated: String, short: Bool, quiet: Bool, level: Logger.Level, next: String,
+                        _ repeating: inout (ending: String, reported: Date, since: Int)?) {
+        if short, let last = repeating, last.ending == what {
+            if quiet {
+                repeating?.since += 1
+                logger.debug("\(what); \(next)", metadata: ["route": "\(route)"])
+            } else {
+                let seconds = String(format: "%.0f", Date().timeIntervalSince(last.reported))
+                logger.log(level: level, "\(repeated): \(last.since + 1) times in \(seconds) s; \(next)", metadata: ["route": "\(route)"])
+                repeating = (what, Date(), 0)
+            }
+        } else {
+            logger.log(level: level, "\(what); \(next)", metadata: ["route": "\(route)"])
+            repeating = short ? (what, Date(), 0) : nil
         }
     }
 
@@ -123,23 +154,12 @@ public final class BridgeSender: @unchecked Sendable {
                 }
                 let ran = Date().timeIntervalSince(started)
                 if ran >= Self.steadyRun { delay = Self.firstDelay }
-                let how = "\(ending)"
-                if ran < Self.steadyRun, let last = repeating, last.ending == how {
-                    if quiet {
-                        repeating?.since += 1
-                        logger.debug("\(name) exited (\(how)); starting it again in \(delay) s", metadata: ["route": "\(route)"])
-                    } else {
-                        logger.warning("\(name) still exiting (\(how)): \(last.since + 1) times in \(String(format: "%.0f", Date().timeIntervalSince(last.reported))) s; starting it again in \(delay) s",
-                                       metadata: ["route": "\(route)"])
-                        repeating = (how, Date(), 0)
-                    }
-                } else {
-                    logger.warning("\(name) exited (\(how)); starting it again in \(delay) s", metadata: ["route": "\(route)"])
-                    repeating = ran < Self.steadyRun ? (how, Date(), 0) : nil
-                }
+                report("\(name) exited (\(ending))", repeated: "\(name) still exiting (\(ending))", short: ran < Self.steadyRun,
+                       quiet: quiet, level: .warning, next: "starting it again in \(delay) s", &repeating)
             } catch {
                 if lock.withLock({ stopping }) { return }
-                logger.error("\(error); trying again in \(delay) s", metadata: ["route": "\(route)"])
+                report("\(error)", repeated: "still failing: \(error)", short: true, quiet: quiet, level: .error,
+                       next: "trying again in \(delay) s", &repeating)
             }
             // Wake-ups that came while it ran are spent: they must not cut this wait short (a stop
             // is seen by the check after them).

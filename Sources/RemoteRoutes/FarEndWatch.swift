@@ -47,14 +47,29 @@ public final class FarEndWatch: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops asking; returns once the thread has ended (within one `interval`, or a name lookup
-    /// under way). Once: a second call returns at once.
+    /// Stops asking; returns once the thread has ended, or one `interval` and a second later at
+    /// most (a name lookup under way, with no DNS answering, may take longer: the thread ends on
+    /// its own after it, telling nothing). `onChange` is never called once this has returned: it
+    /// is called under the same lock, so never call `stop` from where `onChange` leads (the
+    /// router's control queue). Once: a second call returns at once.
     public func stop() {
-        let first = lock.withLock {
+        guard requestStop() else { return }
+        awaitStop(until: .now() + interval + 1)
+    }
+
+    /// The first half of `stop`: nothing is told from now on. Whether this was the first request.
+    func requestStop() -> Bool {
+        lock.withLock {
             defer { stopping = true }
-            return !stopping
+            return !stopping && thread != nil
         }
-        if first, thread != nil { finished.wait() }
+    }
+
+    /// The second half: waits for the thread until `deadline`.
+    func awaitStop(until deadline: DispatchTime) {
+        if finished.wait(timeout: deadline) == .timedOut {
+            logger.warning("the far end's watch is still looking up \(host); not waiting for it", metadata: ["route": "\(route)"])
+        }
     }
 
     private var isStopping: Bool { lock.withLock { stopping } }
@@ -124,7 +139,7 @@ public final class FarEndWatch: @unchecked Sendable {
                     logger.warning("the far end stopped answering", metadata: ["route": "\(route)", "at": "\(host):\(port)",
                                                                               "silentFor": "\(String(format: "%.2f", now.timeIntervalSince(lastAnswer ?? now))) s"])
                 }
-                if !isStopping { onChange(answering) }
+                lock.withLock { if !stopping { onChange(answering) } }
             }
             let rest = interval - Date().timeIntervalSince(tick)
             if rest > 0 { Thread.sleep(forTimeInterval: rest) }

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import SessionStore
 
@@ -56,9 +57,15 @@ public final class RemoteRoutes: Sendable {
         for sender in senders { sender.restartSoon() }
     }
 
-    /// Stops watching, then stops the senders; returns when all have ended.
+    /// Stops watching and stops the senders, all at once (each watch told to stop, each sender sent
+    /// SIGTERM, then waited for together: 2 s, then SIGKILL for any left, whatever the number of
+    /// routes); returns when all have ended, or been given up on. Not from the router's control
+    /// queue (a watch tells the router on it).
     public func stop() {
-        for watch in watches { watch.stop() }
-        for sender in senders { sender.stop() }
+        let watching = watches.filter { $0.requestStop() }
+        let sending = senders.filter { $0.requestStop() }
+        let deadline = DispatchTime.now() + 2
+        for sender in sending { sender.awaitStop(killAfter: deadline) }
+        for watch in watching { watch.awaitStop(until: deadline) }
     }
 }

@@ -131,6 +131,25 @@ struct BridgeSenderTests {
                 "the runs between at debug: \(quiet)")
     }
 
+    @Test("senders that ignore SIGTERM, stopped together, are all killed after one shared 2 s wait, not 2 s each one after another")
+    func stoppedTogether() throws {
+        let senders = (1...3).map { n in
+            BridgeSender(route: "stage\(n)", executable: "/bin/sh", arguments: ["-c", "trap '' TERM; echo deaf; sleep 30"], logger: logger)
+        }
+        for sender in senders { sender.start() }
+        try waitFor("all three running") { messages().filter { $0 == "sh: deaf" }.count == 3 }
+        let asked = Date()
+        let first = senders.map { $0.requestStop() }
+        #expect(first == [true, true, true])
+        let deadline = DispatchTime.now() + 2
+        for sender in senders { sender.awaitStop(killAfter: deadline) }
+        let took = Date().timeIntervalSince(asked)
+        // One after another they would take 2 s each (6 s and more).
+        #expect(took >= 1.9 && took < 4.5, "stopped in \(took) s")
+        #expect(messages().filter { $0.hasPrefix("sh stopped") }.count == 3, "\(messages())")
+        #expect(senders.allSatisfy { !$0.requestStop() }, "a second request does nothing")
+    }
+
     @Test("restartSoon cuts the wait before the next start short (the JACK server is back)")
     func restartSoon() throws {
         let sender = BridgeSender(route: "stage", executable: "/bin/sh", arguments: ["-c", "exit 1"], logger: logger)
