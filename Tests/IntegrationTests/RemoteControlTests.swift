@@ -8,7 +8,7 @@ import Testing
 /// run's own (`NetworkHosts` with a third host joined to the router's by its own veth pair).
 /// OSC over UDP and TCP and HTTP (OSCQuery) cross real non-loopback addresses.
 @Suite("Control across hosts", .serialized, .enabled(if: NetworkHosts.available && JackServer.Implementation.current == .jackd,
-                                                      "needs network namespaces (root)"))
+                                                      "needs network namespaces (root) and jackd (a JACK server inside a namespace)"))
 struct RemoteControlTests {
     @Test("a control surface on another host drives the router over OSC (UDP and TCP) and HTTP through osc.bind and osc.allow; a third host outside osc.allow gets -5 (403 over HTTP) and changes nothing")
     func controlAcrossHosts() throws {
