@@ -6,7 +6,7 @@ SWIFT    ?= swift
 TEST_TIMEOUT ?= 1500
 SESSION  ?= Sessions/default.json
 # zita-njbridge: the router runs its zita-j2n for routes remote over it (docs/NETWORK.md).
-DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack libavahi-client-dev zita-njbridge
+DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack libavahi-client-dev zita-njbridge libebur128-dev
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 # The control page's tests drive a real browser; the zeroconf test runs its own avahi daemon
 # (on a private D-Bus, in a network namespace of its own) and browses with avahi-browse.
