@@ -30,6 +30,9 @@ public final class Engine {
         public var levelRingCapacity: Int = 16384
         /// The longest look-ahead delay a plan may ask for (1 s at 48 kHz).
         public var maxLookaheadFrames: Int = 48000
+        /// Samples a loudness tap holds for its reader (rounded up to a power of two; 16384: 341 ms
+        /// at 48 kHz).
+        public var tapRingFrames: Int = 16384
 
         public init() {}
     }
@@ -45,6 +48,9 @@ public final class Engine {
     /// Look-ahead delay lines by input meter slot, made on first use, freed with the engine.
     private var delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:]
     private var outgrownDelayLines: [UnsafeMutablePointer<DelayLine>] = []
+    /// Loudness taps by meter slot, made the first time a plan taps the slot, kept until deinit.
+    private var inputTaps: [Int32: UnsafeMutablePointer<TapRing>] = [:]
+    private var outputTaps: [Int32: UnsafeMutablePointer<TapRing>] = [:]
     /// The last plan published (and so, by the time a newer one is adopted, the one it replaces):
     /// the port of each input meter slot that had a delay line in it, and the ports of each
     /// level watch. What changes against it is reset when the next plan is adopted.
@@ -77,6 +83,8 @@ public final class Engine {
         for block in meterBlocks { MeterBlock.destroy(block) }
         for line in delayLines.values { DelayLine.destroy(line) }
         for line in outgrownDelayLines { DelayLine.destroy(line) }
+        for ring in inputTaps.values { TapRing.destroy(ring) }
+        for ring in outputTaps.values { TapRing.destroy(ring) }
         core.pointee.deallocateStorage()
         core.deinitialize(count: 1)
         core.deallocate()
@@ -124,7 +132,16 @@ public final class Engine {
             watchPorts[input.watch, default: []].append(input.port)
         }
         let watchClears = lastWatchPorts.compactMap { watch, ports in watchPorts[watch] == ports ? nil : watch }
+        for input in description.inputs where input.tapped && inputTaps[input.meterSlot] == nil
+            && (0..<Int32(configuration.maxInputChannels)).contains(input.meterSlot) {
+            inputTaps[input.meterSlot] = TapRing.make(capacity: configuration.tapRingFrames)
+        }
+        for output in description.outputs where output.tapped && outputTaps[output.meterSlot] == nil
+            && (0..<Int32(configuration.maxOutputChannels)).contains(output.meterSlot) {
+            outputTaps[output.meterSlot] = TapRing.make(capacity: configuration.tapRingFrames)
+        }
         let plan = try MixPlan.make(description, generation: nextGeneration, capacity: configuration, delayLines: delayLines,
+                                    taps: (inputTaps, outputTaps),
                                     resettingDelayLinesOf: delayResets, clearingWatches: watchClears)
         guard core.pointee.inbox.push(UInt(bitPattern: plan)) else {
             MixPlan.destroy(plan)
@@ -265,7 +282,8 @@ public final class Engine {
                    nonFiniteInputBuffers: core.pointee.nonFiniteInputBuffers.load(ordering: .relaxed),
                    nonFiniteOutputBuffers: core.pointee.nonFiniteOutputBuffers.load(ordering: .relaxed),
                    oversizedCycles: core.pointee.oversizedCycles.load(ordering: .relaxed),
-                   missedCycles: core.pointee.missedCycles.load(ordering: .relaxed))
+                   missedCycles: core.pointee.missedCycles.load(ordering: .relaxed),
+                   droppedTapSpans: core.pointee.droppedTapSpans.load(ordering: .relaxed))
     }
 
     public struct Statistics: Sendable, Equatable {
@@ -276,6 +294,8 @@ public final class Engine {
         public var oversizedCycles: UInt64
         /// Cycles the frame clock went past without running the engine (see `EngineCore`).
         public var missedCycles: UInt64
+        /// Spans of cycles not written to the loudness taps because one was full (its reader late).
+        public var droppedTapSpans: UInt64
     }
 
     /// A stretch of JACK's frame clock the engine was not run for (`Statistics.missedCycles`
@@ -285,6 +305,13 @@ public final class Engine {
         public var frames: UInt32
         public init(firstFrame: UInt32, frames: UInt32) { self.firstFrame = firstFrame; self.frames = frames }
     }
+
+    /// The loudness tap of input meter slot `slot`, once a published plan has tapped it: its
+    /// reader's end (one reader thread). Control thread.
+    public func loudnessTap(input slot: Int32) -> LoudnessTap? { inputTaps[slot].map(LoudnessTap.init) }
+
+    /// The loudness tap of output meter slot `slot`, once a published plan has tapped it.
+    public func loudnessTap(output slot: Int32) -> LoudnessTap? { outputTaps[slot].map(LoudnessTap.init) }
 
     /// How many of the newest gaps `recentGaps()` keeps.
     public static let recentGapCount = 16

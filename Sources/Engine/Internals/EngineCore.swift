@@ -52,6 +52,8 @@ struct EngineCore: ~Copyable {
     /// than the last one ended): xruns, whether or not the server reports them (PipeWire 0.3.65
     /// reports none to JACK clients).
     let missedCycles = Atomic<UInt64>(0)
+    /// Spans not written to the loudness taps because one of them was full.
+    let droppedTapSpans = Atomic<UInt64>(0)
     /// Cycle times lost because the control thread did not empty `timings` in time.
     let timingsDropped = Atomic<UInt64>(0)
     let levelsDropped = Atomic<UInt64>(0)
@@ -166,8 +168,9 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
     while done < frames {
         let span = adoptNewPlans(core, at: cycleStart &+ UInt32(truncatingIfNeeded: done), remaining: frames - done)
         if let plan = core.pointee.plan {
-            readInputs(core, plan: plan, offset: done, frames: span)
-            mixOutputs(core, plan: plan, offset: done, frames: span)
+            let tapping = plan.pointee.tapCount > 0 && tapsHaveRoom(core, plan: plan, frames: span)
+            readInputs(core, plan: plan, offset: done, frames: span, tapping: tapping)
+            mixOutputs(core, plan: plan, offset: done, frames: span, tapping: tapping)
         }
         done &+= span
     }
@@ -223,6 +226,29 @@ private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>, at now: UIn
     return remaining
 }
 
+/// Whether every loudness tap of `plan` has room for `frames` more samples: the span goes to all
+/// of them or, counted as dropped, to none, so the channels of one app stay aligned.
+@_noLocks
+private func tapsHaveRoom(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>, frames: Int) -> Bool {
+    var i = 0
+    while i < plan.pointee.inputCount {
+        if let tap = plan.pointee.inputs[i].tap, TapRing.room(tap) < frames {
+            _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
+            return false
+        }
+        i &+= 1
+    }
+    var o = 0
+    while o < plan.pointee.outputCount {
+        if let tap = plan.pointee.outputs[o].tap, TapRing.room(tap) < frames {
+            _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
+            return false
+        }
+        o &+= 1
+    }
+    return true
+}
+
 @_noLocks
 private func buffer(_ core: UnsafeMutablePointer<EngineCore>, _ port: UnsafeMutableRawPointer,
                     frames: Int) -> UnsafeMutablePointer<Float>? {
@@ -235,7 +261,7 @@ private func buffer(_ core: UnsafeMutablePointer<EngineCore>, _ port: UnsafeMuta
 /// silence, when the scratch buffers are used up) for any buffer holding NaN or infinity.
 @_noLocks
 private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
-                        offset: Int, frames: Int) {
+                        offset: Int, frames: Int, tapping: Bool) {
     let maxFrames = core.pointee.configuration.maxFrames
     let scratchCount = core.pointee.configuration.sanitiseScratchBuffers
     var scratchUsed = 0
@@ -259,6 +285,7 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             }
         }
         core.pointee.inputBuffers[i] = source
+        if tapping, let tap = input.tap { TapRing.write(tap, source, frames: frames) }
         if let line = input.delayLine, plan.pointee.lookaheadFrames > 0 {
             DelayLine.process(line, source, frames: frames, delay: plan.pointee.lookaheadFrames, fade: plan.pointee.lookaheadFadeFrames)
             core.pointee.delayedInputBuffers[i] = UnsafePointer(line.pointee.out)
@@ -279,12 +306,16 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
 
 @_noLocks
 private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
-                        offset: Int, frames: Int) {
+                        offset: Int, frames: Int, tapping: Bool) {
     var o = 0
     while o < plan.pointee.outputCount {
         let output = plan.pointee.outputs[o]
         o &+= 1
-        guard let out = buffer(core, output.port, frames: offset &+ frames).map({ $0 + offset }) else { continue }
+        guard let out = buffer(core, output.port, frames: offset &+ frames).map({ $0 + offset }) else {
+            // Its tap still gets the span (silence), so the route's channels stay aligned.
+            if tapping, let tap = output.tap { TapRing.write(tap, core.pointee.silence, frames: frames) }
+            continue
+        }
         let inputs = output.delayed ? core.pointee.delayedInputBuffers : core.pointee.inputBuffers
         MixKernel.vectorised(output: out,
                              inputs: UnsafePointer(inputs),
@@ -304,6 +335,7 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             let slot = Int(output.meterSlot)
             meter.pointee.outputPeaks[slot] = max(meter.pointee.outputPeaks[slot], peak)
         }
+        if tapping, let tap = output.tap { TapRing.write(tap, out, frames: frames) }
     }
 }
 

@@ -14,6 +14,8 @@ struct MixPlan {
         var watch: Int32
         /// The input's delay line, in look-ahead plans.
         var delayLine: UnsafeMutablePointer<DelayLine>?
+        /// Where its samples go for loudness metering, if anywhere.
+        var tap: UnsafeMutablePointer<TapRing>? = nil
     }
 
     struct Output {
@@ -22,6 +24,7 @@ struct MixPlan {
         var firstContribution: Int32
         var contributionCount: Int32
         var delayed: Bool
+        var tap: UnsafeMutablePointer<TapRing>? = nil
     }
 
     var generation: UInt64
@@ -45,12 +48,15 @@ struct MixPlan {
     /// had that this one does not have, or has on other inputs.
     var watchClearCount: Int
     var watchClears: UnsafeMutablePointer<Int32>
+    /// Inputs and outputs with a loudness tap (0: none, nothing to check each cycle).
+    var tapCount = 0
 
     /// Checks `description` against the engine's capacities and copies it into unmanaged memory.
     /// `resettingDelayLinesOf`: meter slots whose delay line starts from silence on adoption;
     /// `clearingWatches`: watches whose peak is dropped on adoption.
     static func make(_ description: MixPlanDescription, generation: UInt64, capacity: Engine.Configuration,
                      delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:],
+                     taps: (inputs: [Int32: UnsafeMutablePointer<TapRing>], outputs: [Int32: UnsafeMutablePointer<TapRing>]) = ([:], [:]),
                      resettingDelayLinesOf resetSlots: Set<Int32> = [],
                      clearingWatches clearedWatches: [Int32] = []) throws(MixPlanError) -> UnsafeMutablePointer<MixPlan> {
         if description.inputs.count > capacity.maxInputChannels {
@@ -90,11 +96,14 @@ struct MixPlan {
         let watchClears = UnsafeMutablePointer<Int32>.allocate(capacity: max(clearedWatches.count, 1))
 
         var delayResetCount = 0
+        var tapCount = 0
         for (i, input) in description.inputs.enumerated() {
             let line = description.lookaheadFrames > 0 && input.delayed ? delayLines[input.meterSlot] : nil
+            let tap = input.tapped ? taps.inputs[input.meterSlot] : nil
+            if tap != nil { tapCount += 1 }
             (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot,
                                               watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1,
-                                              delayLine: line))
+                                              delayLine: line, tap: tap))
             if let line, resetSlots.contains(input.meterSlot) {
                 (delayResets + delayResetCount).initialize(to: line)
                 delayResetCount += 1
@@ -103,10 +112,12 @@ struct MixPlan {
         for (w, watch) in clearedWatches.enumerated() { (watchClears + w).initialize(to: watch) }
         var next = 0
         for (o, output) in description.outputs.enumerated() {
+            let tap = output.tapped ? taps.outputs[output.meterSlot] : nil
+            if tap != nil { tapCount += 1 }
             (outputs + o).initialize(to: Output(port: output.port.pointer, meterSlot: output.meterSlot,
                                                 firstContribution: Int32(next),
                                                 contributionCount: Int32(output.contributions.count),
-                                                delayed: output.delayed && description.lookaheadFrames > 0))
+                                                delayed: output.delayed && description.lookaheadFrames > 0, tap: tap))
             for c in output.contributions {
                 var clamped = c
                 // A cell never boosts by more than +24 dB and never ramps in zero samples.
@@ -126,7 +137,7 @@ struct MixPlan {
                                     contributionCount: contributionCount, contributions: contributions,
                                     resetCount: description.resetSlots.count, resets: resets,
                                     delayResetCount: delayResetCount, delayResets: delayResets,
-                                    watchClearCount: clearedWatches.count, watchClears: watchClears))
+                                    watchClearCount: clearedWatches.count, watchClears: watchClears, tapCount: tapCount))
         return plan
     }
 
