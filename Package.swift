@@ -40,7 +40,7 @@ let package = Package(
                        providers: [.apt(["libebur128-dev"])]),
 
         // EBU R 128 loudness (libebur128) of apps and routes, off the process thread (issue 19).
-        .target(name: "Loudness", dependencies: ["CEbur128"]),
+        .target(name: "Loudness", dependencies: ["CEbur128", "Engine"]),
 
         // The real-time engine: mix plans, gain ramps, the mix kernel family, meters, SPSC queues.
         // Optimised in debug builds too: the process callback must meet JACK's deadline in the
@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference", "CFloatEnvironment"]),
         .testTarget(name: "JackHostTests", dependencies: ["JackHost", "CJack", "JackTestSupport", "CAllocCounter"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
-        .testTarget(name: "LoudnessTests", dependencies: ["Loudness"]),
+        .testTarget(name: "LoudnessTests", dependencies: ["Loudness", "Engine"]),
         .testTarget(name: "RouterCoreTests", dependencies: ["RouterCore", "Engine", "Policy", "SessionStore"]),
         .testTarget(name: "SessionStoreTests", dependencies: ["SessionStore"]),
         .testTarget(name: "OSCTransportTests", dependencies: ["OSCTransport", "CAllocCounter"]),

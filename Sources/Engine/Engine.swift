@@ -33,6 +33,8 @@ public final class Engine {
         /// Samples a loudness tap holds for its reader (rounded up to a power of two; 16384: 341 ms
         /// at 48 kHz).
         public var tapRingFrames: Int = 16384
+        /// Tap groups (apps and routes metered) a plan may have.
+        public var maxTapGroups: Int = 2048
 
         public init() {}
     }
@@ -132,11 +134,11 @@ public final class Engine {
             watchPorts[input.watch, default: []].append(input.port)
         }
         let watchClears = lastWatchPorts.compactMap { watch, ports in watchPorts[watch] == ports ? nil : watch }
-        for input in description.inputs where input.tapped && inputTaps[input.meterSlot] == nil
+        for input in description.inputs where input.tapGroup >= 0 && inputTaps[input.meterSlot] == nil
             && (0..<Int32(configuration.maxInputChannels)).contains(input.meterSlot) {
             inputTaps[input.meterSlot] = TapRing.make(capacity: configuration.tapRingFrames)
         }
-        for output in description.outputs where output.tapped && outputTaps[output.meterSlot] == nil
+        for output in description.outputs where output.tapGroup >= 0 && outputTaps[output.meterSlot] == nil
             && (0..<Int32(configuration.maxOutputChannels)).contains(output.meterSlot) {
             outputTaps[output.meterSlot] = TapRing.make(capacity: configuration.tapRingFrames)
         }

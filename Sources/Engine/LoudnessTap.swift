@@ -7,9 +7,10 @@ import Glibc
 /// single-producer, single-consumer ring of floats, allocated by the engine for an input or
 /// output meter slot the first time a plan taps it, and kept until the engine goes.
 ///
-/// The process thread writes a span of a cycle into every tapped ring, or into none when one of
-/// them lacks room (`Engine.Statistics.droppedTapSpans`): the channels of one app or route stay
-/// aligned, however late their reader is. Nothing here allocates or locks.
+/// The process thread writes a span of a cycle into every ring of a tap group (an app's or a
+/// route's channels), or into none of them when one lacks room (`Engine.Statistics
+/// .droppedTapSpans`): the channels of one app or route stay aligned, however late their reader
+/// is, and a reader that never comes holds up no other group. Nothing here allocates or locks.
 struct TapRing: ~Copyable {
     let buffer: UnsafeMutablePointer<Float>
     /// A power of two.

@@ -15,8 +15,10 @@ public struct MixPlanDescription: Sendable {
         /// channel that was not delayed in the plan published before (or whose meter slot was
         /// another port's) starts from silence: its look-ahead never replays older audio.
         public var delayed: Bool
-        /// Its samples go to its meter slot's loudness tap (`Engine.loudnessTap(input:)`).
-        public var tapped = false
+        /// Its samples go to its meter slot's loudness tap (`Engine.loudnessTap(input:)`), as part
+        /// of tap group `tapGroup` (an app's channels; -1: not tapped). A group's taps get a span
+        /// all together or, when one is full, not at all, so its channels stay aligned.
+        public var tapGroup: Int32 = -1
         public init(port: PortHandle, meterSlot: Int32, watch: Int32 = -1, delayed: Bool = false) {
             self.port = port
             self.meterSlot = meterSlot
@@ -34,8 +36,9 @@ public struct MixPlanDescription: Sendable {
         /// Mixed from the delayed inputs as they were `lookaheadFrames` ago (gains apply now): a
         /// look-ahead route, whose ducks land before the voice that caused them is heard.
         public var delayed = false
-        /// What it carries goes to its meter slot's loudness tap (`Engine.loudnessTap(output:)`).
-        public var tapped = false
+        /// What it carries goes to its meter slot's loudness tap (`Engine.loudnessTap(output:)`),
+        /// as part of tap group `tapGroup` (a route's channels; -1: not tapped).
+        public var tapGroup: Int32 = -1
         public init(port: PortHandle, meterSlot: Int32, contributions: [MixContribution]) {
             self.port = port
             self.meterSlot = meterSlot

@@ -18,8 +18,8 @@ struct LoudnessTapTests {
         let engine = Engine(configuration: Engine.Configuration(), portBuffer: EngineTests.directBuffers)
         let a = buffers.make(128), b = buffers.make(128), out = buffers.make(128)
         var description = EngineTests().plan(inputs: [a, b], output: out, gains: [1, 0.5])
-        description.inputs[0].tapped = true
-        description.outputs[0].tapped = true
+        description.inputs[0].tapGroup = 0
+        description.outputs[0].tapGroup = 1
         _ = try engine.publish(description)
         #expect(engine.loudnessTap(input: 1) == nil, "input 1 is not tapped")
         let tapA = try #require(engine.loudnessTap(input: 0)), tapOut = try #require(engine.loudnessTap(output: 0))
@@ -44,7 +44,7 @@ struct LoudnessTapTests {
         #expect(engine.statistics.droppedTapSpans == 0)
     }
 
-    @Test("a reader that falls behind: whole spans are dropped from every tap at once (counted), so tapped channels stay aligned; skipAll starts afresh")
+    @Test("a reader that falls behind: whole spans are dropped from every tap of its group at once (counted), so its channels stay aligned; another group's unread tap holds it up not; skipAll starts afresh")
     func fullTapsDropWholeSpans() throws {
         let buffers = EngineTests.Buffers()
         var configuration = Engine.Configuration()
@@ -52,18 +52,23 @@ struct LoudnessTapTests {
         let engine = Engine(configuration: configuration, portBuffer: EngineTests.directBuffers)
         let a = buffers.make(128, 0.1), b = buffers.make(128, 0.2), out = buffers.make(128)
         var description = EngineTests().plan(inputs: [a, b], output: out, gains: [1, 1])
-        description.inputs[0].tapped = true
-        description.inputs[1].tapped = true
+        description.inputs[0].tapGroup = 0
+        description.inputs[1].tapGroup = 0
+        description.outputs[0].tapGroup = 1   // a group nobody reads: it holds up no other
         _ = try engine.publish(description)
         let tapA = try #require(engine.loudnessTap(input: 0)), tapB = try #require(engine.loudnessTap(input: 1))
         for _ in 0..<8 { engine.runCycle(frames: 128) }
         #expect(tapA.available == 1024 && engine.statistics.droppedTapSpans == 0)
+        let tapOut = try #require(engine.loudnessTap(output: 0))
+        #expect(tapOut.available == 1024)
         // Room for half a cycle in tap B only (A read further): still nothing is written anywhere.
         var scratch = [Float](repeating: 0, count: 1024)
         _ = scratch.withUnsafeMutableBufferPointer { tapA.take(into: $0.baseAddress!, count: 256) }
         _ = scratch.withUnsafeMutableBufferPointer { tapB.take(into: $0.baseAddress!, count: 64) }
+        tapOut.skipAll()   // the output's group has room again: it is written, the inputs' is not
         for _ in 0..<3 { engine.runCycle(frames: 128) }
         #expect(engine.statistics.droppedTapSpans == 3)
+        #expect(tapOut.available == 384, "the output's group went on")
         #expect(tapA.available == 768 && tapB.available == 960, "neither written while one lacked room")
         tapA.skipAll()
         tapB.skipAll()

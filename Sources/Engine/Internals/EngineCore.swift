@@ -23,6 +23,7 @@ struct EngineCore: ~Copyable {
     let levels: SPSCRing         // audio → control: per-cycle watch peaks (frames:16 watch:16 peak:32)
     let gaps: SPSCRing           // audio → control: stretches of the frame clock missed (frames:32 first frame:32)
     let watchPeaks: UnsafeMutablePointer<Float>   // audio thread: this cycle's peak per watch
+    let tapBlocked: UnsafeMutablePointer<Bool>    // audio thread: per tap group, this span goes to none of its taps
 
     let gains: UnsafeMutablePointer<GainState>
     let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>>
@@ -71,6 +72,8 @@ struct EngineCore: ~Copyable {
         gaps = SPSCRing(minimumCapacity: Engine.recentGapCount)
         watchPeaks = .allocate(capacity: max(configuration.maxLevelWatches, 1))
         watchPeaks.initialize(repeating: -1, count: max(configuration.maxLevelWatches, 1))
+        tapBlocked = .allocate(capacity: max(configuration.maxTapGroups, 1))
+        tapBlocked.initialize(repeating: false, count: max(configuration.maxTapGroups, 1))
         gains = .allocate(capacity: configuration.gainSlotCapacity)
         gains.initialize(repeating: GainState(), count: configuration.gainSlotCapacity)
         inputBuffers = .allocate(capacity: configuration.maxInputChannels)
@@ -85,7 +88,7 @@ struct EngineCore: ~Copyable {
 
     func deallocateStorage() {
         inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate(); timings.deallocate()
-        levels.deallocate(); gaps.deallocate(); watchPeaks.deallocate()
+        levels.deallocate(); gaps.deallocate(); watchPeaks.deallocate(); tapBlocked.deallocate()
         gains.deallocate(); inputBuffers.deallocate(); delayedInputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
     }
 }
@@ -168,7 +171,8 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
     while done < frames {
         let span = adoptNewPlans(core, at: cycleStart &+ UInt32(truncatingIfNeeded: done), remaining: frames - done)
         if let plan = core.pointee.plan {
-            let tapping = plan.pointee.tapCount > 0 && tapsHaveRoom(core, plan: plan, frames: span)
+            let tapping = plan.pointee.tapCount > 0
+            if tapping { findFullTapGroups(core, plan: plan, frames: span) }
             readInputs(core, plan: plan, offset: done, frames: span, tapping: tapping)
             mixOutputs(core, plan: plan, offset: done, frames: span, tapping: tapping)
         }
@@ -226,27 +230,42 @@ private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>, at now: UIn
     return remaining
 }
 
-/// Whether every loudness tap of `plan` has room for `frames` more samples: the span goes to all
-/// of them or, counted as dropped, to none, so the channels of one app stay aligned.
+/// Marks the tap groups of `plan` whose taps cannot all take `frames` more samples: such a group
+/// gets this span in none of its taps (counted), the others in all of theirs, so the channels of
+/// one app or route stay aligned and a late reader of one holds up no other.
 @_noLocks
-private func tapsHaveRoom(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>, frames: Int) -> Bool {
+private func findFullTapGroups(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>, frames: Int) {
+    let blocked = core.pointee.tapBlocked
     var i = 0
     while i < plan.pointee.inputCount {
-        if let tap = plan.pointee.inputs[i].tap, TapRing.room(tap) < frames {
-            _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
-            return false
-        }
+        let input = plan.pointee.inputs[i]
+        if input.tap != nil { blocked[Int(input.tapGroup)] = false }
         i &+= 1
     }
     var o = 0
     while o < plan.pointee.outputCount {
-        if let tap = plan.pointee.outputs[o].tap, TapRing.room(tap) < frames {
+        let output = plan.pointee.outputs[o]
+        if output.tap != nil { blocked[Int(output.tapGroup)] = false }
+        o &+= 1
+    }
+    i = 0
+    while i < plan.pointee.inputCount {
+        let input = plan.pointee.inputs[i]
+        if let tap = input.tap, TapRing.room(tap) < frames, !blocked[Int(input.tapGroup)] {
+            blocked[Int(input.tapGroup)] = true
             _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
-            return false
+        }
+        i &+= 1
+    }
+    o = 0
+    while o < plan.pointee.outputCount {
+        let output = plan.pointee.outputs[o]
+        if let tap = output.tap, TapRing.room(tap) < frames, !blocked[Int(output.tapGroup)] {
+            blocked[Int(output.tapGroup)] = true
+            _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
         }
         o &+= 1
     }
-    return true
 }
 
 @_noLocks
@@ -285,7 +304,7 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             }
         }
         core.pointee.inputBuffers[i] = source
-        if tapping, let tap = input.tap { TapRing.write(tap, source, frames: frames) }
+        if tapping, let tap = input.tap, !core.pointee.tapBlocked[Int(input.tapGroup)] { TapRing.write(tap, source, frames: frames) }
         if let line = input.delayLine, plan.pointee.lookaheadFrames > 0 {
             DelayLine.process(line, source, frames: frames, delay: plan.pointee.lookaheadFrames, fade: plan.pointee.lookaheadFadeFrames)
             core.pointee.delayedInputBuffers[i] = UnsafePointer(line.pointee.out)
@@ -313,7 +332,9 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
         o &+= 1
         guard let out = buffer(core, output.port, frames: offset &+ frames).map({ $0 + offset }) else {
             // Its tap still gets the span (silence), so the route's channels stay aligned.
-            if tapping, let tap = output.tap { TapRing.write(tap, core.pointee.silence, frames: frames) }
+            if tapping, let tap = output.tap, !core.pointee.tapBlocked[Int(output.tapGroup)] {
+                TapRing.write(tap, core.pointee.silence, frames: frames)
+            }
             continue
         }
         let inputs = output.delayed ? core.pointee.delayedInputBuffers : core.pointee.inputBuffers
@@ -335,7 +356,7 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             let slot = Int(output.meterSlot)
             meter.pointee.outputPeaks[slot] = max(meter.pointee.outputPeaks[slot], peak)
         }
-        if tapping, let tap = output.tap { TapRing.write(tap, out, frames: frames) }
+        if tapping, let tap = output.tap, !core.pointee.tapBlocked[Int(output.tapGroup)] { TapRing.write(tap, out, frames: frames) }
     }
 }
 

@@ -14,8 +14,9 @@ struct MixPlan {
         var watch: Int32
         /// The input's delay line, in look-ahead plans.
         var delayLine: UnsafeMutablePointer<DelayLine>?
-        /// Where its samples go for loudness metering, if anywhere.
+        /// Where its samples go for loudness metering, if anywhere, and its tap group.
         var tap: UnsafeMutablePointer<TapRing>? = nil
+        var tapGroup: Int32 = -1
     }
 
     struct Output {
@@ -25,6 +26,7 @@ struct MixPlan {
         var contributionCount: Int32
         var delayed: Bool
         var tap: UnsafeMutablePointer<TapRing>? = nil
+        var tapGroup: Int32 = -1
     }
 
     var generation: UInt64
@@ -99,11 +101,12 @@ struct MixPlan {
         var tapCount = 0
         for (i, input) in description.inputs.enumerated() {
             let line = description.lookaheadFrames > 0 && input.delayed ? delayLines[input.meterSlot] : nil
-            let tap = input.tapped ? taps.inputs[input.meterSlot] : nil
+            let tapped = (0..<Int32(capacity.maxTapGroups)).contains(input.tapGroup)
+            let tap = tapped ? taps.inputs[input.meterSlot] : nil
             if tap != nil { tapCount += 1 }
             (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot,
                                               watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1,
-                                              delayLine: line, tap: tap))
+                                              delayLine: line, tap: tap, tapGroup: tap == nil ? -1 : input.tapGroup))
             if let line, resetSlots.contains(input.meterSlot) {
                 (delayResets + delayResetCount).initialize(to: line)
                 delayResetCount += 1
@@ -112,12 +115,14 @@ struct MixPlan {
         for (w, watch) in clearedWatches.enumerated() { (watchClears + w).initialize(to: watch) }
         var next = 0
         for (o, output) in description.outputs.enumerated() {
-            let tap = output.tapped ? taps.outputs[output.meterSlot] : nil
+            let tapped = (0..<Int32(capacity.maxTapGroups)).contains(output.tapGroup)
+            let tap = tapped ? taps.outputs[output.meterSlot] : nil
             if tap != nil { tapCount += 1 }
             (outputs + o).initialize(to: Output(port: output.port.pointer, meterSlot: output.meterSlot,
                                                 firstContribution: Int32(next),
                                                 contributionCount: Int32(output.contributions.count),
-                                                delayed: output.delayed && description.lookaheadFrames > 0, tap: tap))
+                                                delayed: output.delayed && description.lookaheadFrames > 0, tap: tap,
+                                                tapGroup: tap == nil ? -1 : output.tapGroup))
             for c in output.contributions {
                 var clamped = c
                 // A cell never boosts by more than +24 dB and never ramps in zero samples.
