@@ -138,7 +138,7 @@ let package = Package(
         .target(name: "JackTestSupport", dependencies: ["JackHost", "Engine"],
                 path: "Tests/JackTestSupport"),
 
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference", "CFloatEnvironment"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference", "CFloatEnvironment", "CAllocCounter"]),
         .testTarget(name: "JackHostTests", dependencies: ["JackHost", "CJack", "JackTestSupport", "CAllocCounter"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "LoudnessTests", dependencies: ["Loudness", "Engine"]),

@@ -1,3 +1,5 @@
+import CAllocCounter
+import Foundation
 import Testing
 @testable import Engine
 
@@ -75,5 +77,32 @@ struct LoudnessTapTests {
         engine.runCycle(frames: 128)
         #expect(tapA.available == 128 && tapB.available == 128, "aligned again after both were emptied")
         #expect(drain(tapB) == [Float](repeating: 0.2, count: 128))
+    }
+
+    @Test("cycles that write to taps, drop spans of a full group and read into a reader make no allocation on the process thread",
+          .enabled(if: CAllocCounter_is_available() != 0, "allocations are not counted under a sanitizer"))
+    func noAllocation() throws {
+        let buffers = EngineTests.Buffers()
+        var configuration = Engine.Configuration()
+        configuration.tapRingFrames = 1024
+        let engine = Engine(configuration: configuration, portBuffer: EngineTests.directBuffers)
+        let a = buffers.make(128, 0.1), b = buffers.make(128, 0.2), out = buffers.make(128)
+        var description = EngineTests().plan(inputs: [a, b], output: out, gains: [1, 1])
+        description.inputs[0].tapGroup = 0
+        description.inputs[1].tapGroup = 0
+        description.outputs[0].tapGroup = 1
+        _ = try engine.publish(description)
+        engine.runCycle(frames: 128)   // the plan adopted first
+        let tapOut = try #require(engine.loudnessTap(output: 0))
+        var scratch = [Float](repeating: 0, count: 1024)
+        #expect(CAllocCounter_is_active() != 0)
+        CAllocCounter_watch(pthread_self())
+        for cycle in 0..<64 {
+            engine.runCycle(frames: 128)   // the inputs' group fills up and is dropped from; the output's is read
+            if cycle % 4 == 3 { _ = scratch.withUnsafeMutableBufferPointer { tapOut.take(into: $0.baseAddress!, count: $0.count) } }
+        }
+        CAllocCounter_stop()
+        #expect(CAllocCounter_allocations() == 0)
+        #expect(engine.statistics.droppedTapSpans > 0, "the full group was dropped from")
     }
 }
