@@ -88,7 +88,7 @@ let package = Package(
         .target(name: "SessionStore", dependencies: ["Policy", "OSCTransport"]),
         // The control thread: turns the session and runtime changes into mix plans.
         .target(name: "RouterCore", dependencies: [
-            "Engine", "JackHost", "Policy", "SessionStore",
+            "Engine", "JackHost", "Loudness", "Policy", "SessionStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

@@ -84,6 +84,17 @@ struct StateDocument: Encodable {
         var routes: [String: [Double]]
     }
 
+    /// EBU R 128 loudness, LUFS (-144: silence, or not yet heard long enough).
+    struct Loudness: Encodable {
+        var momentary: Double
+        var shortTerm: Double
+    }
+
+    struct LoudnessMeters: Encodable {
+        var apps: [String: Loudness]
+        var routes: [String: Loudness]
+    }
+
     /// The process callback's own time per cycle, µs.
     struct ProcessTime: Encodable {
         var cycles: UInt64
@@ -128,6 +139,8 @@ struct StateDocument: Encodable {
         var nonFiniteInputBuffers: UInt64
         var saveRequests: Int
         var peaksDbfs: Meters
+        /// Every metered app's and route's loudness (absent when the router meters none).
+        var loudnessLufs: LoudnessMeters?
     }
 
     var settings: Settings
@@ -185,6 +198,18 @@ struct StateDocument: Encodable {
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
                                 saveRequests: status.saveRequests,
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),
-                                                  routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })))
+                                                  routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })),
+                                loudnessLufs: Self.loudness(status))
+    }
+
+    /// The loudness of every metered app and route; nil when none is.
+    static func loudness(_ status: RouterStatus) -> LoudnessMeters? {
+        func lufs(_ reading: RouterStatus.LoudnessReading) -> Loudness {
+            Loudness(momentary: max(reading.momentary ?? -144, -144), shortTerm: max(reading.shortTerm ?? -144, -144))
+        }
+        let apps = status.apps.compactMap { app in app.loudness.map { (app.name, lufs($0)) } }
+        let routes = status.routes.compactMap { route in route.loudness.map { (route.name, lufs($0)) } }
+        guard !apps.isEmpty || !routes.isEmpty else { return nil }
+        return LoudnessMeters(apps: Dictionary(apps, uniquingKeysWith: { a, _ in a }), routes: Dictionary(routes, uniquingKeysWith: { a, _ in a }))
     }
 }

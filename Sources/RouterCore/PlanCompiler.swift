@@ -22,6 +22,8 @@ struct PlanCompiler {
         var watch: Int32 = -1
         /// Heard late on look-ahead routes.
         var delayed = false
+        /// Its loudness tap group (its app's), or -1.
+        var tapGroup: Int32 = -1
     }
 
     /// What one input channel contributes to an output channel.
@@ -40,6 +42,8 @@ struct PlanCompiler {
         var feeds: [Feed]
         /// Mixed from the delayed inputs (a look-ahead route).
         var delayed = false
+        /// Its loudness tap group (its route's), or -1.
+        var tapGroup: Int32 = -1
     }
 
     /// A cell is one input heard on one output, on one path: on a look-ahead output an input is
@@ -165,7 +169,11 @@ struct PlanCompiler {
 
         // Every current input and output is in the plan (outputs must be written every cycle, and
         // inputs are metered), plus any input path or port a fading cell still needs.
-        var planInputs = inputs.map { MixPlanDescription.Input(port: $0.port, meterSlot: $0.meterSlot, watch: $0.watch, delayed: $0.delayed) }
+        var planInputs = inputs.map { input in
+            var planned = MixPlanDescription.Input(port: input.port, meterSlot: input.meterSlot, watch: input.watch, delayed: input.delayed)
+            planned.tapGroup = input.tapGroup
+            return planned
+        }
         var inputIndex: [InputPath: Int32] = [:]
         for (i, input) in inputs.enumerated() where inputIndex[InputPath(slot: input.meterSlot, delayed: input.delayed)] == nil {
             inputIndex[InputPath(slot: input.meterSlot, delayed: input.delayed)] = Int32(i)
@@ -173,6 +181,7 @@ struct PlanCompiler {
         var planOutputs = outputs.map { output in
             var o = MixPlanDescription.Output(port: output.port, meterSlot: output.meterSlot, contributions: [])
             o.delayed = output.delayed
+            o.tapGroup = output.tapGroup
             return o
         }
         var outputIndex: [Int32: Int] = [:]

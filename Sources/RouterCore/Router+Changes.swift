@@ -142,7 +142,8 @@ extension Router {
     /// The control state as the plan compiler's inputs.
     func matrix() -> RoutingMatrix {
         RoutingMatrix(apps: inventory.apps, routes: inventory.routes, input: inventory.input, policy: policy.state,
-                      currentRoute: currentRoute, watches: signals.slotsByApp, rampFrames: rampFrames, lookaheadFrames: lookaheadFrames)
+                      currentRoute: currentRoute, watches: signals.slotsByApp, rampFrames: rampFrames, lookaheadFrames: lookaheadFrames,
+                      loudness: loudness)
     }
 
     /// Publishes the current state as one all-or-nothing step. While the server is away the state
@@ -172,6 +173,7 @@ extension Router {
         for index in inventory.apps.indices { inventory.apps[index].pendingRamp = nil }
         for index in inventory.routes.indices { inventory.routes[index].pendingRamp = nil }
         inventory.noteCleared(inPlan: publisher.publishedGeneration, slotsInUse: publisher.slotsInUse())
+        loudness.follow(apps: inventory.apps, routes: inventory.routes, engine: engine, sampleRate: sampleRate)
     }
 
     /// Publishes, logging (not throwing) a refusal: used where no caller waits. The state keeps

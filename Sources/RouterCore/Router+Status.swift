@@ -36,7 +36,8 @@ extension Router {
                           state: mix[app.name]?.state.rawValue ?? "inactive",
                           volume: Double(Decibels.sliderPosition(linear: sessions[app.name]?.volume ?? 1)),
                           gainDecibels: Double(Decibels.level(app.gain)),
-                          peakDecibels: diagnostics.latestPeakDecibels(app: app))
+                          peakDecibels: diagnostics.latestPeakDecibels(app: app),
+                          loudness: loudness.reading(app: app.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
                 },
                 routes: inventory.routes.map {
                     .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
@@ -45,7 +46,8 @@ extension Router {
                           latencyFrames: link.client == nil ? nil : $0.latencyFrames,
                           volume: Double(Decibels.sliderPosition(linear: $0.gain)),
                           gainDecibels: Double(Decibels.level($0.gain)),
-                          peakDecibels: diagnostics.latestPeakDecibels(route: $0))
+                          peakDecibels: diagnostics.latestPeakDecibels(route: $0),
+                          loudness: loudness.reading(route: $0.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
                 },
                 currentRoute: currentRoute.map { inventory.routes[$0].name }, policy: policy.state,
                 silentSwitch: policy.state.silentSwitch, outsideInterruptions: policy.state.outsideInterruptions,

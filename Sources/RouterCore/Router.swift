@@ -29,6 +29,9 @@ public final class Router: @unchecked Sendable {
         /// Overrides the session's ramp time, in milliseconds.
         public var rampMilliseconds: Double?
         public var engine = Engine.Configuration()
+        /// Meter every app's and route's loudness (EBU R 128, momentary and short-term: `/state`),
+        /// on a thread of its own, off the process thread.
+        public var meterLoudness = true
         /// How often the control thread collects retired plans and meters.
         public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
         /// Receives every notification of the policy, in order, on the control queue (the OSC
@@ -82,6 +85,7 @@ public final class Router: @unchecked Sendable {
     var signals: SignalWatcher
     var keeper: StateKeeper
     var diagnostics = Diagnostics()
+    var loudness: LoudnessMeters
     var watchdog: CycleWatchdog
     /// The client name JACK gave and the server it runs on.
     var clientName: String
@@ -126,7 +130,11 @@ public final class Router: @unchecked Sendable {
                                           netManager: session.usesNetJack2
                                               ? .init(arguments: session.netjack2.loadArguments, routes: session.netJack2Routes) : nil,
                                           reconnectDelays: configuration.reconnectDelays), queue: queue)
-        engine = Engine(configuration: configuration.engine, portBuffer: JackClient.portBuffer)
+        var engineConfiguration = configuration.engine
+        engineConfiguration.maxTapGroups = max(engineConfiguration.maxTapGroups,
+                                               engineConfiguration.maxInputChannels + engineConfiguration.maxOutputChannels)
+        engine = Engine(configuration: engineConfiguration, portBuffer: JackClient.portBuffer)
+        loudness = LoudnessMeters(enabled: configuration.meterLoudness, maxInputChannels: engineConfiguration.maxInputChannels)
 
         // The session's apps, routes and input, with their meter slots; JACK ports come next.
         inventory = PortInventory(maxInputChannels: configuration.engine.maxInputChannels,
@@ -189,6 +197,7 @@ public final class Router: @unchecked Sendable {
         levelTimer = nil
         link.client?.deactivate()
         link.drop()
+        loudness.stop()
     }
 
     /// The policy as the session file sets it up: routes with their volumes, ducking, and every

@@ -14,6 +14,15 @@ public struct RouterStatus: Sendable, Equatable {
         public var gainDecibels: Double
         /// Input peak per channel over the last meter interval, dBFS.
         public var peakDecibels: [Double]
+        /// Its loudness (nil when not metered).
+        public var loudness: LoudnessReading? = nil
+    }
+
+    /// EBU R 128 loudness, LUFS: over the last 400 ms (momentary) and 3 s (short-term); nil for
+    /// silence, or before that much was heard.
+    public struct LoudnessReading: Sendable, Equatable {
+        public var momentary: Double?
+        public var shortTerm: Double?
     }
 
     public struct Route: Sendable, Equatable {
@@ -31,6 +40,8 @@ public struct RouterStatus: Sendable, Equatable {
         public var volume: Double
         public var gainDecibels: Double
         public var peakDecibels: [Double]
+        /// What the route carries: its loudness (nil when not metered).
+        public var loudness: LoudnessReading? = nil
     }
 
     public var client: String

@@ -23,14 +23,15 @@ struct RoutingMatrix {
     }
 
     init(apps: [AppState], routes: [RouteState], input: InputRoute, policy: PolicyState, currentRoute: Int?,
-         watches: [String: Int32], rampFrames: Int32, lookaheadFrames: Int) {
+         watches: [String: Int32], rampFrames: Int32, lookaheadFrames: Int, loudness: LoudnessMeters? = nil) {
         self.rampFrames = rampFrames
         self.lookaheadFrames = lookaheadFrames
         let sessions = policy.appsByName
         for app in apps {
             let delayed = lookaheadFrames > 0 && sessions[app.name]?.configuration.activation == .signal
+            let group = loudness?.group(of: app) ?? -1
             for (port, slot) in zip(app.ports, app.meterSlots) {
-                inputs.append(.init(port: port.handle, meterSlot: slot, watch: watches[app.name] ?? -1, delayed: delayed))
+                inputs.append(.init(port: port.handle, meterSlot: slot, watch: watches[app.name] ?? -1, delayed: delayed, tapGroup: group))
             }
         }
         for (port, slot) in zip(input.ports, input.slots) { inputs.append(.init(port: port.handle, meterSlot: slot)) }
@@ -63,7 +64,7 @@ struct RoutingMatrix {
                     }
                 }
                 outputs.append(.init(port: port.handle, meterSlot: route.meterSlots[k], feeds: feeds,
-                                     delayed: lookaheadFrames > 0 && route.lookahead > 0))
+                                     delayed: lookaheadFrames > 0 && route.lookahead > 0, tapGroup: loudness?.group(of: route) ?? -1))
             }
         }
         for app in apps where !app.capturePorts.isEmpty {

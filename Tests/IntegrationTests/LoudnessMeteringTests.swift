@@ -1,0 +1,46 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// Issue 19, metering: EBU Tech 3341's first cases played through JACK into an app, read in the
+/// daemon's `/state` for the app and the route it plays to. The meter itself against the same
+/// cases, without JACK: LoudnessTests.
+@Suite("Loudness metering", .serialized)
+struct LoudnessMeteringTests {
+    /// `/state` engine.loudnessLufs: `(momentary, shortTerm)` of an app or a route.
+    static func loudness(_ rig: OSCRig, _ kind: String, _ name: String) throws -> (Double, Double)? {
+        guard case let .string(json)? = try rig.query("/state", transport: .tcp)?.arguments.last,
+              let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let meters = (document["engine"] as? [String: Any])?["loudnessLufs"] as? [String: Any],
+              let reading = (meters[kind] as? [String: Any])?[name] as? [String: Any],
+              let momentary = reading["momentary"] as? Double, let shortTerm = reading["shortTerm"] as? Double else { return nil }
+        return (momentary, shortTerm)
+    }
+
+    @Test("a stereo 1 kHz sine at -23 dBFS into music reads -23.0 LUFS (±0.1), momentary and short-term, for music and for the speaker it plays to; at -33 dBFS, -33.0; silence reads -144")
+    func ebuCasesThroughJack() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        #expect(try Self.loudness(rig, "apps", "music")?.1 == -144, "music silent: -144")
+        for level in [-23.0, -33.0] {
+            let sine = Signals.sine(frequency: 1000, amplitude: Float(pow(10, level / 20)), sampleRate: 48000)
+            rig.source.setSignal(sine, output: 0)
+            rig.source.setSignal(sine, output: 1)
+            var last: [String: (Double, Double)] = [:]
+            do {
+                // Short-term needs 3 s of the new level (and the worker's look every 20 ms).
+                try waitFor("music and the speaker at \(level) LUFS", timeout: 10) {
+                    for (kind, name) in [("apps", "music"), ("routes", "speaker")] { last[name] = try? Self.loudness(rig, kind, name) ?? nil }
+                    return ["music", "speaker"].allSatisfy { name in
+                        last[name].map { abs($0.0 - level) <= 0.1 && abs($0.1 - level) <= 0.1 } ?? false
+                    }
+                }
+            } catch {
+                Issue.record("at \(level) dBFS: \(last)")
+                throw error
+            }
+            print("LoudnessMeteringTests: \(level) dBFS sine: music \(last["music"]!), speaker \(last["speaker"]!) LUFS (momentary, short-term)")
+        }
+    }
+}
