@@ -80,7 +80,7 @@ public final class LoudnessWorker: @unchecked Sendable {
 
     public func start() {
         let thread = Thread { [self] in run() }
-        thread.name = "duckrouter.loudness"
+        thread.name = "duckrouter.lufs"
         self.thread = thread
         thread.start()
     }
@@ -96,6 +96,12 @@ public final class LoudnessWorker: @unchecked Sendable {
 
     private func run() {
         defer { finished.signal() }
+        // The kernel's name, as top -H, ps and /proc show it (Foundation's is not it on Linux).
+        let comm = open("/proc/thread-self/comm", O_WRONLY)
+        if comm >= 0 {
+            _ = write(comm, "duckrouter.lufs", 15)
+            close(comm)
+        }
         while !lock.withLock({ stopping }) {
             let started = Date()
             pass()

@@ -9,6 +9,7 @@ public struct Session: Equatable, Sendable {
     public var rampMilliseconds: Double = 20
     public var osc = OSCSettings()
     public var http = HTTPSettings()
+    public var loudness = LoudnessSettings()
     public var routes: [Route] = []
     /// Where netjack2's master side listens; used when some route is remote over netjack2.
     public var netjack2 = NetJack2Settings()
@@ -50,6 +51,13 @@ public struct Session: Equatable, Sendable {
         /// Whether the file names the port (false: the default, which a second instance of the
         /// daemon would also try; the daemon then runs without HTTP instead of failing).
         public var isPortSet = false
+        public init() {}
+    }
+
+    /// Loudness metering (EBU R 128) of every app and route, shown in `/state`.
+    public struct LoudnessSettings: Equatable, Sendable {
+        /// false: nothing is metered (no copies on the process thread, no metering thread).
+        public var meter = true
         public init() {}
     }
 

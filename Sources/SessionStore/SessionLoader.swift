@@ -5,9 +5,10 @@ import Policy
 public enum SessionLoader {
     /// The fields each kind of object may have (Sessions/schema.json must agree; a test checks).
     public static let fields: [String: Set<String>] = [
-        "session": ["client", "ramp", "osc", "http", "netjack2", "routes", "input", "ducking", "apps", "volumes"],
+        "session": ["client", "ramp", "osc", "http", "loudness", "netjack2", "routes", "input", "ducking", "apps", "volumes"],
         "osc": ["port", "bind", "allow", "admin"],
         "http": ["port"],
+        "loudness": ["meter"],
         "route": ["name", "ports", "remote", "channels", "private", "builtIn", "lookahead"],
         "remote": ["engine", "peer"],
         "remote zita-njbridge": ["engine", "host", "port", "format", "client", "watch", "latency"],
@@ -112,6 +113,9 @@ struct Validator {
                 session.http.port = port
                 session.http.isPortSet = true
             }
+        }
+        if let value = root["loudness"], let fields = object(value, "loudness", allowed: SessionLoader.fields["loudness"]!) {
+            if let v = fields["meter"], let meter = bool(v, "loudness.meter") { session.loudness.meter = meter }
         }
         if let value = root["netjack2"] { session.netjack2 = netjack2(value) }
         if let value = root["routes"] { session.routes = routes(value) }

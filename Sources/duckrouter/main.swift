@@ -180,6 +180,7 @@ struct Run: ParsableCommand {
         let dirty = Atomic<Bool>(false)
 
         var configuration = Router.Configuration(session: restored, server: server)
+        configuration.meterLoudness = restored.loudness.meter
         if let nsm {
             // The manager decides when to save: a change only makes the session dirty.
             configuration.onSave = { _ in
@@ -332,6 +333,7 @@ struct Run: ParsableCommand {
             var notes = router.reload(from: fileSession.session, to: new)
             if new.osc != fileSession.session.osc { notes.append("OSC settings changed: restart to apply") }
             if new.http != fileSession.session.http { notes.append("HTTP settings changed: restart to apply") }
+            if new.loudness != fileSession.session.loudness { notes.append("loudness settings changed: restart to apply") }
             fileSession.session = new
             for note in notes { logger.warning("reload: \(note)") }
             logger.info("reloaded the session file", metadata: ["file": "\(sessionPath)"])

@@ -43,4 +43,30 @@ struct LoudnessMeteringTests {
             print("LoudnessMeteringTests: \(level) dBFS sine: music \(last["music"]!), speaker \(last["speaker"]!) LUFS (momentary, short-term)")
         }
     }
+
+    /// The names of the daemon's threads (as the kernel has them: 15 characters at most).
+    static func threadNames(_ rig: OSCRig) -> [String] {
+        let tasks = "/proc/\(rig.daemon.processIdentifier)/task"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).compactMap {
+            try? String(contentsOfFile: "\(tasks)/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    @Test("loudness.meter false in the session: no loudness in /state and no metering thread; on by default, with its thread")
+    func meteringOff() throws {
+        let on = try OSCRig()
+        defer { on.close() }
+        #expect(Self.threadNames(on).contains("duckrouter.lufs"), "\(Self.threadNames(on))")
+        on.close()
+        // The session's top level, after "osc" (OSCRig writes `"osc": {"port": N<extra>}`).
+        let off = try OSCRig(osc: #"}, "loudness": {"meter": false"#)
+        defer { off.close() }
+        let sine = Signals.sine(frequency: 1000, amplitude: 0.07, sampleRate: 48000)
+        off.source.setSignal(sine, output: 0)
+        guard case let .string(json)? = try off.query("/state", transport: .tcp)?.arguments.last,
+              let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let engine = document["engine"] as? [String: Any] else { throw Unexpected(description: "no /state") }
+        #expect(engine["loudnessLufs"] == nil && engine["peaksDbfs"] != nil, "\(engine.keys.sorted())")
+        #expect(!Self.threadNames(off).contains("duckrouter.lufs"), "\(Self.threadNames(off))")
+    }
 }

@@ -122,7 +122,7 @@ struct SessionSchemaTests {
             "session": Set(top.keys), "osc": keys(top["osc"]), "http": keys(top["http"]), "route": keys(defs["route"]), "input": keys(top["input"]),
             "ducking": keys(ducking), "duckingRule": keys(rule), "app": keys(defs["app"]), "volumes": keys(top["volumes"]),
             "signal": keys(((defs["app"] as? [String: Any])?["properties"] as? [String: Any])?["signal"]),
-            "netjack2": keys(top["netjack2"]),
+            "netjack2": keys(top["netjack2"]), "loudness": keys(top["loudness"]),
         ]
         // A remote route's fields, one shape per engine.
         let engines = (((defs["route"] as? [String: Any])?["properties"] as? [String: Any])?["remote"] as? [String: Any])?["oneOf"] as? [Any]

@@ -32,6 +32,14 @@ struct SessionLoaderTests {
         #expect(try parse(#"{"http": {"port": 0}}"#).http.port == 0)
     }
 
+    @Test("loudness.meter: on by default, false turns metering off; anything else is refused with the field")
+    func loudnessMeter() throws {
+        #expect(try parse("{}").loudness.meter)
+        #expect(try parse(#"{"loudness": {"meter": false}}"#).loudness.meter == false)
+        #expect(problems(#"{"loudness": {"meter": "no"}}"#).contains { $0.contains("loudness.meter") })
+        #expect(problems(#"{"loudness": {"target": 15}}"#).contains { $0.contains("loudness.target: unknown field") })
+    }
+
     @Test("a remote route over netjack2: its ports are the far end's to_slave ports; netjack2's listen address and port")
     func remoteRoute() throws {
         let session = try parse(#"""
