@@ -250,22 +250,22 @@ private func findFullTapGroups(_ core: UnsafeMutablePointer<EngineCore>, plan: U
     }
     i = 0
     while i < plan.pointee.inputCount {
-        let input = plan.pointee.inputs[i]
-        if let tap = input.tap, TapRing.room(tap) < frames, !blocked[Int(input.tapGroup)] {
-            blocked[Int(input.tapGroup)] = true
-            _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
-        }
+        markIfFull(core, plan.pointee.inputs[i].tap, group: plan.pointee.inputs[i].tapGroup, frames: frames)
         i &+= 1
     }
     o = 0
     while o < plan.pointee.outputCount {
-        let output = plan.pointee.outputs[o]
-        if let tap = output.tap, TapRing.room(tap) < frames, !blocked[Int(output.tapGroup)] {
-            blocked[Int(output.tapGroup)] = true
-            _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
-        }
+        markIfFull(core, plan.pointee.outputs[o].tap, group: plan.pointee.outputs[o].tapGroup, frames: frames)
         o &+= 1
     }
+}
+
+/// Blocks `group` for this span (once, counted) when `tap` cannot take `frames` more samples.
+@_noLocks @inline(__always)
+private func markIfFull(_ core: UnsafeMutablePointer<EngineCore>, _ tap: UnsafeMutablePointer<TapRing>?, group: Int32, frames: Int) {
+    guard let tap, TapRing.room(tap) < frames, !core.pointee.tapBlocked[Int(group)] else { return }
+    core.pointee.tapBlocked[Int(group)] = true
+    _ = core.pointee.droppedTapSpans.add(1, ordering: .relaxed)
 }
 
 @_noLocks
