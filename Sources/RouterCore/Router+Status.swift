@@ -37,7 +37,7 @@ extension Router {
                           volume: Double(Decibels.sliderPosition(linear: sessions[app.name]?.volume ?? 1)),
                           gainDecibels: Double(Decibels.level(app.gain)),
                           peakDecibels: diagnostics.latestPeakDecibels(app: app),
-                          loudness: loudness.reading(app: app.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
+                          loudness: link.client == nil ? nil : loudness.reading(app: app.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
                 },
                 routes: inventory.routes.map {
                     .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
@@ -47,7 +47,7 @@ extension Router {
                           volume: Double(Decibels.sliderPosition(linear: $0.gain)),
                           gainDecibels: Double(Decibels.level($0.gain)),
                           peakDecibels: diagnostics.latestPeakDecibels(route: $0),
-                          loudness: loudness.reading(route: $0.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
+                          loudness: link.client == nil ? nil : loudness.reading(route: $0.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
                 },
                 currentRoute: currentRoute.map { inventory.routes[$0].name }, policy: policy.state,
                 silentSwitch: policy.state.silentSwitch, outsideInterruptions: policy.state.outsideInterruptions,

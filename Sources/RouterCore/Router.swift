@@ -30,8 +30,8 @@ public final class Router: @unchecked Sendable {
         public var rampMilliseconds: Double?
         public var engine = Engine.Configuration()
         /// Meter every app's and route's loudness (EBU R 128, momentary and short-term: `/state`),
-        /// on a thread of its own, off the process thread.
-        public var meterLoudness = true
+        /// on a thread of its own, off the process thread (session `loudness.meter`; off by default).
+        public var meterLoudness = false
         /// How often the control thread collects retired plans and meters.
         public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
         /// Receives every notification of the policy, in order, on the control queue (the OSC

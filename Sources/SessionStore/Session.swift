@@ -56,8 +56,9 @@ public struct Session: Equatable, Sendable {
 
     /// Loudness metering (EBU R 128) of every app and route, shown in `/state`.
     public struct LoudnessSettings: Equatable, Sendable {
-        /// false: nothing is metered (no copies on the process thread, no metering thread).
-        public var meter = true
+        /// true: every app and route is metered. Off by default while its cost at scale is being
+        /// cut (issue 19): nothing copied on the process thread, no metering thread.
+        public var meter = false
         public init() {}
     }
 

@@ -8,6 +8,10 @@ import Testing
 /// cases, without JACK: LoudnessTests.
 @Suite("Loudness metering", .serialized)
 struct LoudnessMeteringTests {
+    /// `"loudness": {"meter": true}` at the session's top level, after "osc" (OSCRig writes
+    /// `"osc": {"port": N<extra>}`).
+    static let meterOn = #"}, "loudness": {"meter": true"#
+
     /// `/state` engine.loudnessLufs: `(momentary, shortTerm)` of an app or a route.
     static func loudness(_ rig: OSCRig, _ kind: String, _ name: String) throws -> (Double, Double)? {
         guard case let .string(json)? = try rig.query("/state", transport: .tcp)?.arguments.last,
@@ -20,7 +24,7 @@ struct LoudnessMeteringTests {
 
     @Test("a stereo 1 kHz sine at -23 dBFS into music reads -23.0 LUFS (±0.1), momentary and short-term, for music and for the speaker it plays to; at -33 dBFS, -33.0; silence reads -144")
     func ebuCasesThroughJack() throws {
-        let rig = try OSCRig()
+        let rig = try OSCRig(osc: Self.meterOn)
         defer { rig.close() }
         #expect(try Self.loudness(rig, "apps", "music")?.1 == -144, "music silent: -144")
         for level in [-23.0, -33.0] {
@@ -52,14 +56,13 @@ struct LoudnessMeteringTests {
         }
     }
 
-    @Test("loudness.meter false in the session: no loudness in /state and no metering thread; on by default, with its thread")
+    @Test("loudness.meter true in the session: a metering thread; off by default: no loudness in /state and no metering thread")
     func meteringOff() throws {
-        let on = try OSCRig()
+        let on = try OSCRig(osc: Self.meterOn)
         defer { on.close() }
         #expect(Self.threadNames(on).contains("duckrouter.lufs"), "\(Self.threadNames(on))")
         on.close()
-        // The session's top level, after "osc" (OSCRig writes `"osc": {"port": N<extra>}`).
-        let off = try OSCRig(osc: #"}, "loudness": {"meter": false"#)
+        let off = try OSCRig()
         defer { off.close() }
         let sine = Signals.sine(frequency: 1000, amplitude: 0.07, sampleRate: 48000)
         off.source.setSignal(sine, output: 0)

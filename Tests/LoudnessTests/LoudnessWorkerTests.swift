@@ -76,21 +76,25 @@ struct LoudnessWorkerTests {
     func targetsChange() throws {
         let rig = try Rig(dBFS: -23)
         let worker = LoudnessWorker(sampleRate: Self.rate)
-        worker.setTargets([rig.app])
-        for _ in 0..<5 {
+        // Both groups read from the start: no tap fills up, nothing is dropped.
+        worker.setTargets([rig.app, .init(kind: .route, name: "elsewhere", taps: rig.route.taps)])
+        worker.pass()
+        for _ in 0..<6 {
             rig.play(seconds: 0.1)
             worker.pass()
         }
-        #expect(worker.reading(.app, "music")?.momentary != nil)
+        #expect(worker.reading(.app, "music")?.momentary != nil, "0.6 s heard: a momentary reading")
+        #expect(worker.reading(.app, "music")?.shortTerm == nil, "not yet 3 s")
         // "music" now on the route's taps: what it heard before is not kept (0.2 s is less than a
         // momentary window, so no momentary reading yet).
-        worker.setTargets([.init(kind: .app, name: "music", taps: rig.route.taps)])
+        worker.setTargets([.init(kind: .app, name: "music", taps: rig.route.taps), .init(kind: .app, name: "other", taps: rig.app.taps)])
         rig.play(seconds: 0.2)
         worker.pass()
         #expect(worker.reading(.app, "music")?.momentary == nil, "\(String(describing: worker.reading(.app, "music")))")
         worker.setTargets([rig.route])
         worker.pass()
         #expect(worker.reading(.app, "music") == nil)
+        #expect(rig.engine.statistics.droppedTapSpans == 0)
     }
 
     @Test("started, the worker reads on its own; stop ends its thread")

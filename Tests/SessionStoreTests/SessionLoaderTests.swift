@@ -32,10 +32,10 @@ struct SessionLoaderTests {
         #expect(try parse(#"{"http": {"port": 0}}"#).http.port == 0)
     }
 
-    @Test("loudness.meter: on by default, false turns metering off; anything else is refused with the field")
+    @Test("loudness.meter: off by default, true turns metering on; anything else is refused with the field")
     func loudnessMeter() throws {
-        #expect(try parse("{}").loudness.meter)
-        #expect(try parse(#"{"loudness": {"meter": false}}"#).loudness.meter == false)
+        #expect(try parse("{}").loudness.meter == false)
+        #expect(try parse(#"{"loudness": {"meter": true}}"#).loudness.meter)
         #expect(problems(#"{"loudness": {"meter": "no"}}"#).contains { $0.contains("loudness.meter") })
         #expect(problems(#"{"loudness": {"target": 15}}"#).contains { $0.contains("loudness.target: unknown field") })
     }
