@@ -119,6 +119,14 @@ public final class BridgeSender: @unchecked Sendable {
         }
     }
 
+    /// Wake-ups that came while the sender ran are spent: they must not cut the wait before the
+    /// next start short. Done before the exit is reported, so a `restartSoon` that answers the
+    /// report (the JACK server back just then) is not spent with them (a stop is seen by the
+    /// checks after).
+    private func spendWakeUps() {
+        while wake.wait(timeout: .now()) == .success {}
+    }
+
     private func run() {
         defer { finished.signal() }
         var delay = Self.firstDelay
@@ -154,16 +162,15 @@ public final class BridgeSender: @unchecked Sendable {
                 }
                 let ran = Date().timeIntervalSince(started)
                 if ran >= Self.steadyRun { delay = Self.firstDelay }
+                spendWakeUps()
                 report("\(name) exited (\(ending))", repeated: "\(name) still exiting (\(ending))", short: ran < Self.steadyRun,
                        quiet: quiet, level: .warning, next: "starting it again in \(delay) s", &repeating)
             } catch {
                 if lock.withLock({ stopping }) { return }
+                spendWakeUps()
                 report("\(error)", repeated: "still failing: \(error)", short: true, quiet: quiet, level: .error,
                        next: "trying again in \(delay) s", &repeating)
             }
-            // Wake-ups that came while it ran are spent: they must not cut this wait short (a stop
-            // is seen by the check after them).
-            while wake.wait(timeout: .now()) == .success {}
             if lock.withLock({ stopping }) { return }
             let woken = wake.wait(timeout: .now() + delay) == .success
             if lock.withLock({ stopping }) { return }
