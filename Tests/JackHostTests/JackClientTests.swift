@@ -237,6 +237,8 @@ struct JackClientTests {
         client.setLatencies(inputs: [input], outputs: [(late, 300), (plain, 0)])
         try client.activate()
         try client.connect("system:capture_1", to: "hosttest:in")
+        // On PipeWire the stand-in's range is set just after its callback returns: wait for it.
+        try waitFor("the device's capture latency") { (client.captureLatency(of: "system:capture_1")?.upperBound ?? 0) > 0 }
         let source = try #require(client.captureLatency(of: "system:capture_1"))
         #expect(source.upperBound > 0, "the dummy driver reports a capture latency")
         try waitFor("JACK to recompute the latencies") {
