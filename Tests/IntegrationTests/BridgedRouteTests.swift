@@ -136,12 +136,7 @@ struct BridgedRouteTests {
         try waitFor("the router to answer OSC", timeout: 10) { daemon.process.isRunning && (try? ask(client, OSCMessage("/state"))) != nil }
         #expect(try ask(watcher, OSCMessage("/subscribe"))?.path == "/reply")
         func rms(_ recorder: TestClient, seconds: Double = 0.3) -> Double { Signals.rmsDecibels(recorder.record(seconds: seconds).channels[0]) }
-        func stageRoute() throws -> [String: Any]? {
-            guard case let .string(json)? = try ask(client, OSCMessage("/state"))?.arguments.last,
-                  let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-                  let routes = (document["settings"] as? [String: Any])?["routes"] as? [[String: Any]] else { return nil }
-            return routes.first { $0["name"] as? String == "stage" }
-        }
+        func stageRoute() throws -> [String: Any]? { try HostDaemon.stateRoute("stage", through: client) }
 
         var stage: StageBox?
         defer { stage?.stop() }

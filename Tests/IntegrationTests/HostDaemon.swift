@@ -53,6 +53,15 @@ final class HostDaemon {
         try? FileManager.default.removeItem(at: folder)
     }
 
+    /// Route `name` as `/state` shows it (its settings entry), asked through `client`; nil when
+    /// there is no answer or no such route.
+    static func stateRoute(_ name: String, through client: OSCClient) throws -> [String: Any]? {
+        guard case let .string(json)? = try ask(client, OSCMessage("/state"))?.arguments.last,
+              let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let routes = (document["settings"] as? [String: Any])?["routes"] as? [[String: Any]] else { return nil }
+        return routes.first { $0["name"] as? String == name }
+    }
+
     /// An OSC client on `host` (UDP) to `address`:`port`, the daemon's OSC port seen from there.
     static func client(on host: String, to address: String, port: Int) throws -> OSCClient {
         try NetworkHosts.inside(host) { try OSCClient(OSCURL(transport: .udp, host: address, port: UInt16(port))) }

@@ -111,10 +111,8 @@ struct RemoteRouteTests {
         let reported = try #require(try Tool.output("/usr/bin/jack_lsp", ["-s", router.name, "-l", "stage:to_slave_1"]).text
             .firstMatch(of: /playback latency = \[ (\d+) (\d+) \]/), "netmanager's port and its latency")
         let expected = [Double(reported.1)!, Double(reported.2)!].map { ($0 * 1000 / Double(router.sampleRate) * 100).rounded() / 100 }
-        guard case let .string(json)? = try ask(client, OSCMessage("/state"))?.arguments.last,
-              let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-              let routes = (document["settings"] as? [String: Any])?["routes"] as? [[String: Any]] else { throw Unexpected(description: "no /state") }
-        let latency = routes.first { $0["name"] as? String == "stage" }?["latencyMs"] as? [Double]
+        let stageState = try #require(try HostDaemon.stateRoute("stage", through: client), "route stage in /state")
+        let latency = stageState["latencyMs"] as? [Double]
         print("RemoteRouteTests: netjack2's ports report \(reported.0); /state stage latencyMs \(latency ?? [])")
         #expect(latency == expected && expected[1] > 0, "/state stage latencyMs \(latency ?? []), netmanager's port: \(reported.0)")
         var level = -200.0
