@@ -55,6 +55,8 @@ struct RouteState {
     var lookahead: Double = 0
     /// Milliseconds the far end of a bridged route adds out of JACK's sight (`remote.latency`).
     var beyondMs: Double = 0
+    /// `beyondMs` in frames at `sampleRate`.
+    func beyondFrames(sampleRate: Int) -> UInt32 { UInt32(clamping: Int((beyondMs * Double(sampleRate) / 1000).rounded())) }
     /// How long until what the route's ports carry is heard, frames (what they feed, plus
     /// `beyondMs`), as last worked out (`Router.refreshRouteLatencies`); nil while unknown.
     var latencyFrames: ClosedRange<UInt32>?

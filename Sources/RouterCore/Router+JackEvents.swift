@@ -242,7 +242,7 @@ extension Router {
                 inventory.routes[index].latencyFrames = nil
                 continue
             }
-            let beyond = UInt32(clamping: Int((route.beyondMs * Double(sampleRate) / 1000).rounded()))
+            let beyond = route.beyondFrames(sampleRate: sampleRate)
             let ranges = route.ports.map { client.downstreamPlaybackLatency(of: $0) }
             let low = ranges.map(\.lowerBound).min()!, high = ranges.map(\.upperBound).max()!
             let (sumLow, overLow) = low.addingReportingOverflow(beyond), (sumHigh, overHigh) = high.addingReportingOverflow(beyond)
@@ -356,7 +356,7 @@ extension Router {
         outputs += inventory.allCapturePorts.filter { !gone.contains($0) }.map { (port: $0, added: UInt32(0)) }
         var beyond: [JackPort: UInt32] = [:]
         for route in inventory.routes where route.beyondMs > 0 {
-            for port in route.ports { beyond[port] = UInt32(clamping: Int((route.beyondMs * Double(sampleRate) / 1000).rounded())) }
+            for port in route.ports { beyond[port] = route.beyondFrames(sampleRate: sampleRate) }
         }
         client.setLatencies(inputs: inputs, outputs: outputs, beyond: beyond, recompute: recompute)
     }
