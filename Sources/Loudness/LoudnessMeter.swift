@@ -13,8 +13,11 @@ import Foundation
 /// only once it is full: nothing (nil) until 400 ms, or 3 s, have been heard.
 ///
 /// Every channel counts with weight 1, as BS.1770 weighs left, right and centre: an app or a
-/// route here is a set of equal channels, not a surround layout (a mono app is one channel, not
-/// "dual mono"; a 5.1 feed's LFE, if someone routes one through, is not left out).
+/// route here is a set of equal channels, not a surround layout (a 5.1 feed's LFE, if someone
+/// routes one through, is not left out). One channel alone counts twice ("dual mono"): a mono app
+/// is heard on both channels of a stereo route (`ChannelMap`), so it reads what it sounds like
+/// there, 3 LU over the same channel counted once, and a voice in mono and a bed in stereo are
+/// compared as they are heard.
 ///
 /// Owns: its libebur128 state and an interleaving buffer, both allocated at init. Not for the
 /// process thread (libebur128 filters in place and is not real-time safe in every call); one
@@ -31,7 +34,7 @@ public final class LoudnessMeter {
     private var inBlock = 0
     /// The mean square of the last 30 blocks (3 s), oldest first, and how many blocks were heard.
     private var energies: [Double] = []
-    private var blocksHeard = 0
+    private var heard = 0
 
     /// nil when libebur128 refuses the layout (no channels, a rate outside 16 Hz-2.8 MHz) or
     /// cannot allocate.
@@ -84,8 +87,15 @@ public final class LoudnessMeter {
             ? pow(10, (loudness + 0.691) / 10) : 0
         if energies.count == Self.shortTermBlocks { energies.removeFirst() }
         energies.append(energy)
-        blocksHeard += 1
+        heard += 1
     }
+
+    /// The mean square of each of the last (up to 30) 100 ms blocks, oldest first: what the
+    /// readings are made of, for loudness over other spans (`LoudnessWorker.Reading`).
+    public var recentBlocks: [Double] { energies }
+
+    /// How many 100 ms blocks it has heard since it was made or reset.
+    public var blocksHeard: Int { heard }
 
     /// Loudness of the last 400 ms, LUFS; nil while that is silence, or before 400 ms were heard.
     public var momentary: Double? { loudness(ofLast: Self.momentaryBlocks) }
@@ -95,7 +105,7 @@ public final class LoudnessMeter {
 
     /// BS.1770's loudness of the mean square of the last `blocks` blocks.
     private func loudness(ofLast blocks: Int) -> Double? {
-        guard blocksHeard >= blocks else { return nil }
+        guard heard >= blocks else { return nil }
         let mean = energies.suffix(blocks).reduce(0, +) / Double(blocks)
         guard mean > 0 else { return nil }
         let value = -0.691 + 10 * log10(mean)
@@ -112,14 +122,16 @@ public final class LoudnessMeter {
         state = fresh
         inBlock = 0
         energies.removeAll(keepingCapacity: true)
-        blocksHeard = 0
+        heard = 0
         return true
     }
 
-    /// A state in momentary mode (400 ms of history), every channel weighted 1.
+    /// A state in momentary mode (400 ms of history), every channel weighted 1; one channel alone
+    /// counted twice (dual mono).
     private static func makeState(channels: Int, sampleRate: Int) -> UnsafeMutablePointer<ebur128_state>? {
         guard let state = ebur128_init(UInt32(channels), UInt(sampleRate), Int32(EBUR128_MODE_M.rawValue)) else { return nil }
-        for channel in 0..<channels where ebur128_set_channel(state, UInt32(channel), Int32(EBUR128_LEFT.rawValue)) != 0 {
+        let kind = channels == 1 ? EBUR128_DUAL_MONO : EBUR128_LEFT
+        for channel in 0..<channels where ebur128_set_channel(state, UInt32(channel), Int32(kind.rawValue)) != 0 {
             var dead: UnsafeMutablePointer<ebur128_state>? = state
             ebur128_destroy(&dead)
             return nil

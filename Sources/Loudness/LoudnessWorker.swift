@@ -37,6 +37,28 @@ public final class LoudnessWorker: @unchecked Sendable {
     public struct Reading: Sendable, Equatable {
         public var momentary: Double?
         public var shortTerm: Double?
+        /// The mean square of each of the last (up to 30) 100 ms blocks, oldest first.
+        public var blocks: [Double] = []
+        /// How many 100 ms blocks the target's meter has heard since it started (it starts again
+        /// when the target's taps change).
+        public var blocksHeard = 0
+
+        public init(momentary: Double?, shortTerm: Double?, blocks: [Double] = [], blocksHeard: Int = 0) {
+            self.momentary = momentary
+            self.shortTerm = shortTerm
+            self.blocks = blocks
+            self.blocksHeard = blocksHeard
+        }
+
+        /// BS.1770 loudness of the last `count` blocks (LUFS); nil when fewer were heard, or
+        /// they were silence.
+        public func loudness(ofLast count: Int) -> Double? {
+            guard count > 0, count <= blocks.count else { return nil }
+            let mean = blocks.suffix(count).reduce(0, +) / Double(count)
+            guard mean > 0 else { return nil }
+            let value = -0.691 + 10 * log10(mean)
+            return value.isFinite ? value : nil
+        }
     }
 
     public let sampleRate: Int
@@ -125,7 +147,8 @@ public final class LoudnessWorker: @unchecked Sendable {
             }
             guard let (_, meter) = entry else { continue }
             feed(meter, from: target.taps)
-            readings[key] = Reading(momentary: meter.momentary, shortTerm: meter.shortTerm)
+            readings[key] = Reading(momentary: meter.momentary, shortTerm: meter.shortTerm,
+                                    blocks: meter.recentBlocks, blocksHeard: meter.blocksHeard)
             kept[key] = entry
         }
         meters = kept

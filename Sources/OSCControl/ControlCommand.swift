@@ -28,7 +28,9 @@ public enum ControlCommand: Equatable, Sendable {
         case appChannelMap(String)
         case appActivation(String)
         case systemVolume, systemGain, silentSwitch
-        case duckLevel, duckAttack, duckRelease
+        case duckLevel, duckAttack, duckRelease, duckTarget, duckFloor
+        /// The rule for a pair on a route (nil: every route).
+        case duckRule(ducker: String, ducked: String, route: String?)
         case selectedRoute, routeAvailable(String)
     }
 
@@ -80,6 +82,12 @@ public enum ControlCommand: Equatable, Sendable {
                 command = a.isEmpty ? .query(.duckAttack) : .change(.setDucking(.attack(try a.number("attack in ms"))), channels: nil)
             case "release":
                 command = a.isEmpty ? .query(.duckRelease) : .change(.setDucking(.release(try a.number("release in ms"))), channels: nil)
+            case "target":
+                command = a.isEmpty ? .query(.duckTarget) : .change(.setDucking(.target(try a.numberOrOff("target in LU"))), channels: nil)
+            case "floor":
+                command = a.isEmpty ? .query(.duckFloor) : .change(.setDucking(.floor(try a.number("floor in dB"))), channels: nil)
+            case "rule":
+                command = try duckRule(&a)
             default: throw unknown(message.path)
             }
         case "subscribe" where parts.count == 1: command = .subscribe(url: try a.optionalURL())
@@ -221,6 +229,38 @@ public enum ControlCommand: Equatable, Sendable {
         }
     }
 
+    /// `/duck/rule s ducker, s ducked, s route ("": every route)`, then `s key, f value` pairs
+    /// (`level`, `target`, `floor`, `attack`, `release`), or `s remove`; the three alone ask.
+    private static func duckRule(_ a: inout Arguments) throws(PolicyError) -> ControlCommand {
+        let ducker = try a.nonEmptyString("ducker")
+        let ducked = try a.nonEmptyString("ducked")
+        let routeName = try a.string("route (\"\": every route)")
+        let route = routeName.isEmpty ? nil : routeName
+        if a.isAtEnd { return .query(.duckRule(ducker: ducker, ducked: ducked, route: route)) }
+        var rule = DuckingRule(ducker: ducker, ducked: ducked, route: route)
+        var given: Set<String> = []
+        while !a.isAtEnd {
+            let key = try a.string("setting (level, target, floor, attack, release, or remove)")
+            if key == "remove" {
+                guard given.isEmpty, a.isAtEnd else { throw a.refusal("remove", "remove comes alone, after the route") }
+                return .change(.removeDuckingRule(ducker: ducker, ducked: ducked, route: route), channels: nil)
+            }
+            guard ["level", "target", "floor", "attack", "release"].contains(key) else {
+                throw a.refusal("setting", "expected level, target, floor, attack, release or remove, got \(Arguments.quote(key))")
+            }
+            guard given.insert(key).inserted else { throw a.refusal(key, "given twice") }
+            let value = try a.number(key)
+            switch key {
+            case "level": rule.level = value
+            case "target": rule.target = value
+            case "floor": rule.floor = value
+            case "attack": rule.attack = value
+            default: rule.release = value
+            }
+        }
+        return .change(.setDuckingRule(rule), channels: nil)
+    }
+
     private static func route(_ parts: [String], _ a: inout Arguments) throws(PolicyError) -> ControlCommand {
         if parts.count == 2 && parts[1] == "select" {
             return a.isEmpty ? .query(.selectedRoute) : .change(.selectRoute(try a.nonEmptyString("route")), channels: nil)
@@ -346,6 +386,16 @@ struct Arguments {
             throw refusal(name, "expected 1 to 256 bytes, got \(value.utf8.count)")
         }
         return value
+    }
+
+    /// A number, or the string `off` (nil).
+    mutating func numberOrOff(_ name: String) throws(PolicyError) -> Double? {
+        if next < values.count, case let .string(word) = values[next] {
+            next += 1
+            guard word == "off" else { throw refusal(name, "expected a number or 'off', got \(Arguments.quote(word))") }
+            return nil
+        }
+        return try number(name)
     }
 
     mutating func optionalString(_ name: String) throws(PolicyError) -> String? {

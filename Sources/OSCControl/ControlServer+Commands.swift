@@ -131,7 +131,11 @@ extension ControlServer {
             case let .setSystemVolume(route, .decibels(d)): return [.float(Float(max(d, Double(Decibels.floor)))), .string(route)]
             case let .setRemoteCommands(_, commands): return [.string(commands.map(\.rawValue).sorted().joined(separator: ","))]
             case let .setSilentSwitch(on): return [.int32(on ? 1 : 0)]
-            case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)): return [.float(Float(v))]
+            case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)), let .setDucking(.floor(v)):
+                return [.float(Float(v))]
+            case let .setDucking(.target(v)): return [v.map { .float(Float($0)) } ?? .string("off")]
+            case let .setDuckingRule(rule): return Self.ruleArguments(rule)
+            case let .removeDuckingRule(ducker, ducked, route): return [.string(ducker), .string(ducked), .string(route ?? "")]
             case let .selectRoute(route): return [.string(route)]
             case let .setChannelMap(_, links): return Self.channelMapArguments(links)
             case let .setActivation(app, _, _): return (try? answer(.appActivation(app))) ?? []
@@ -191,6 +195,13 @@ extension ControlServer {
         case .duckLevel: return [.float(Float(state.ducking.level))]
         case .duckAttack: return [.float(Float(state.ducking.attack))]
         case .duckRelease: return [.float(Float(state.ducking.release))]
+        case .duckTarget: return [state.ducking.target.map { .float(Float($0)) } ?? .string("off")]
+        case .duckFloor: return [.float(Float(state.ducking.floor))]
+        case let .duckRule(ducker, ducked, route):
+            guard let rule = state.ducking.rules.last(where: { $0.ducker == ducker && $0.ducked == ducked && $0.route == route }) else {
+                throw PolicyError(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")
+            }
+            return Self.ruleArguments(rule)
         case .selectedRoute: return [.string(state.currentRoute ?? "")]
         case let .routeAvailable(route):
             guard state.systemVolume(route) != nil else { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
@@ -207,5 +218,16 @@ extension ControlServer {
         case .badValue: PolicyError(.badArgument, error.description)
         case .capacity, .jack, .stopped: PolicyError(.general, error.description)
         }
+    }
+
+    /// A rule as `/duck/rule` takes it: ducker, ducked, route (`""`: every route), then the
+    /// settings it gives as key and value.
+    static func ruleArguments(_ rule: DuckingRule) -> [OSCArgument] {
+        var arguments: [OSCArgument] = [.string(rule.ducker), .string(rule.ducked), .string(rule.route ?? "")]
+        for (key, value) in [("level", rule.level), ("target", rule.target), ("floor", rule.floor),
+                             ("attack", rule.attack), ("release", rule.release)] {
+            if let value { arguments += [.string(key), .float(Float(value))] }
+        }
+        return arguments
     }
 }

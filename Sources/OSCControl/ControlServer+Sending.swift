@@ -80,9 +80,14 @@ extension ControlServer {
         switch notification {
         case let .interruption(app, phase, shouldResume, reason):
             OSCMessage("/duckrouter/interruption", [.string(app), .string(phase.rawValue), .int32(shouldResume ? 1 : 0), .string(reason.rawValue)])
-        case let .appState(app, state, gain, reason):
+        case let .appState(app, state, gain, reason, held):
+            // Who holds it back, and by which rule, after the four that were always there: a
+            // loudness-targeted duck adds its target and, once measured, the difference heard.
             OSCMessage("/duckrouter/app", [.string(app), .string(state.rawValue), .float(Float(max(gain, Double(Decibels.floor)))),
-                                           .string(reason?.rawValue ?? "")])
+                                           .string(reason?.rawValue ?? "")]
+                       + (held.map { [.string($0.by), .string($0.rule)] } ?? [])
+                       + (held?.target.map { [.float(Float($0))] } ?? [])
+                       + (held?.target != nil ? held?.difference.map { [.float(Float(($0 * 10).rounded() / 10))] } ?? [] : []))
         case let .silentSwitch(on):
             OSCMessage("/duckrouter/silent", [.int32(on ? 1 : 0)])
         case let .systemVolume(route, volume):

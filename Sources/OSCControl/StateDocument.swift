@@ -32,6 +32,31 @@ struct StateDocument: Encodable {
         var notify: String?
         /// multiRoute apps with a map: `[[app channel, "route:channel"], …]`, as in session files.
         var channelmap: [SavedState.ChannelMapLine]?
+        /// Why it is not heard as it would be alone, in words ("ducked by nav"); "" when nothing
+        /// holds it back.
+        var why: String
+        /// Each route it is ducked on (absent when it is not ducked).
+        var ducking: [Duck]?
+    }
+
+    /// One duck of an app on one route (docs/POLICY.md, "Why is this ducked?").
+    struct Duck: Encodable {
+        var route: String
+        var by: String
+        /// Where the rule came from: `session`, `pair` or `route`.
+        var rule: String
+        /// The rule's level (a fixed duck, or where a loudness-targeted one starts), dB.
+        var levelDb: Double
+        /// LU under the ducker, and the deepest it may go (loudness-targeted ducks only).
+        var target: Double?
+        var floorDb: Double?
+        /// The depth in force now, dB.
+        var gainDb: Double
+        /// Measured (loudness-targeted ducks, once both apps were heard): the ducker as heard,
+        /// the ducked app as it would be heard undducked (LUFS), the difference heard now (LU).
+        var duckerLufs: Double?
+        var duckedLufs: Double?
+        var differenceLu: Double?
     }
 
     struct Route: Encodable {
@@ -51,13 +76,19 @@ struct StateDocument: Encodable {
         struct Rule: Encodable {
             var ducker: String
             var ducked: String
-            var level: Double
+            var route: String?
+            var level: Double?
+            var target: Double?
+            var floor: Double?
             var attack: Double?
             var release: Double?
         }
         var level: Double
         var attack: Double
         var release: Double
+        /// LU under the ducker (absent: ducks are by level).
+        var target: Double?
+        var floor: Double
         var rules: [Rule]
     }
 
@@ -149,6 +180,7 @@ struct StateDocument: Encodable {
     init(_ status: RouterStatus, owners: [String: String], notify: [String: String], subscribers: [String],
          meterSubscribers: [String]) {
         let policy = status.policy
+        let why = policy.whyAll()
         let apps = status.apps.map { app -> App in
             let session = policy.app(app.name)
             let configuration = session?.configuration ?? AppConfiguration(name: app.name)
@@ -169,8 +201,16 @@ struct StateDocument: Encodable {
                        activeBecause: session?.isActive == true ? session?.activatedBy?.rawValue : nil,
                        duckReleased: session?.duckReleased ?? false, volume: app.volume, gainDb: level(app.gainDecibels),
                        ports: app.ports, owner: owners[app.name], notify: notify[app.name],
-                       channelmap: session?.channelMap?.map { SavedState.ChannelMapLine(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
+                       channelmap: session?.channelMap?.map { SavedState.ChannelMapLine(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") },
+                       why: why[app.name] ?? "",
+                       ducking: app.ducks.isEmpty ? nil : app.ducks.map { duck in
+                           Duck(route: duck.route, by: duck.rule.ducker, rule: duck.rule.scope.rawValue, levelDb: level(duck.rule.level),
+                                target: duck.rule.target, floorDb: duck.rule.target == nil ? nil : duck.rule.floor,
+                                gainDb: tenth(level(duck.depthDecibels)), duckerLufs: duck.duckerLufs.map(tenth),
+                                duckedLufs: duck.duckedLufs.map(tenth), differenceLu: duck.differenceLu.map(tenth))
+                       })
         }
+        func tenth(_ value: Double) -> Double { (value * 10).rounded() / 10 }
         func level(_ dB: Double) -> Double { max(dB, Double(Decibels.floor)) }
         func ms(_ frames: UInt32) -> Double { (Double(frames) * 1000 / Double(max(status.sampleRate, 1)) * 100).rounded() / 100 }
         let routes = status.routes.map {
@@ -180,7 +220,11 @@ struct StateDocument: Encodable {
                   volume: $0.volume, gainDb: level($0.gainDecibels))
         }
         let ducking = Ducking(level: policy.ducking.level, attack: policy.ducking.attack, release: policy.ducking.release,
-                              rules: policy.ducking.rules.map { Ducking.Rule(ducker: $0.ducker, ducked: $0.ducked, level: $0.level, attack: $0.attack, release: $0.release) })
+                              target: policy.ducking.target, floor: policy.ducking.floor,
+                              rules: policy.ducking.rules.map {
+                                  Ducking.Rule(ducker: $0.ducker, ducked: $0.ducked, route: $0.route, level: $0.level, target: $0.target,
+                                               floor: $0.floor, attack: $0.attack, release: $0.release)
+                              })
         settings = Settings(client: status.client, server: status.server, sampleRate: status.sampleRate, period: status.bufferSize,
                             ramp: status.rampMilliseconds, silent: status.silentSwitch, route: status.currentRoute,
                             selectedRoute: policy.selectedRoute, routes: routes, apps: apps, ducking: ducking,

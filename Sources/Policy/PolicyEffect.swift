@@ -34,8 +34,9 @@ public enum RouteChangeReason: String, CaseIterable, Sendable {
 public enum PolicyNotification: Equatable, Sendable {
     case interruption(app: String, phase: InterruptionPhase, shouldResume: Bool, reason: InterruptionReason)
     /// The app's audio state and its audible gain in dB (-infinity when silent).
-    /// Why it is active goes along (nil when it is not active).
-    case appState(app: String, state: AppAudioState, gainDecibels: Double, reason: ActivationReason? = nil)
+    /// Why it is active goes along (nil when it is not active), and who holds it back (a ducked or
+    /// interrupted app).
+    case appState(app: String, state: AppAudioState, gainDecibels: Double, reason: ActivationReason? = nil, heldBy: HeldBack? = nil)
     case silentSwitch(Bool)
     /// A route's system volume as a slider position.
     case systemVolume(route: String, volume: Double)
@@ -50,7 +51,7 @@ public enum PolicyNotification: Equatable, Sendable {
     /// The app the notification is about, which also receives it at its own address.
     public var app: String? {
         switch self {
-        case let .interruption(app, _, _, _), let .appState(app, _, _, _), let .remote(app, _, _), let .duckReleased(app, _): app
+        case let .interruption(app, _, _, _), let .appState(app, _, _, _, _), let .remote(app, _, _), let .duckReleased(app, _): app
         case let .route(_, _, _, app): app
         case .silentSwitch, .systemVolume: nil
         }
@@ -65,8 +66,9 @@ public enum PolicyEffect: Equatable, Sendable {
     case appChanged(AppConfiguration)
     /// An app is gone: fade it out and remove its ports.
     case appRemoved(String)
-    /// Move the app's gain (linear, including its volume and ducking) to `gain` over the ramp.
-    case appGain(app: String, gain: Float, rampMilliseconds: Double)
+    /// Move the app's gain (linear, including its volume and ducking) to `gain` over the ramp;
+    /// on the routes in `routeGains` (a ducking rule for that route), to the gain given there.
+    case appGain(app: String, gain: Float, routeGains: [String: Float] = [:], rampMilliseconds: Double)
     /// Move a route's system volume (linear) over the ramp.
     case systemVolume(route: String, gain: Float, rampMilliseconds: Double)
     /// A multiRoute app's channel map changed (nil: every channel to every available route).
@@ -77,4 +79,30 @@ public enum PolicyEffect: Equatable, Sendable {
     case notify(PolicyNotification)
     /// Persistent settings changed: save the session.
     case save
+}
+
+/// Who holds an app back, and by which rule: the "why" of a ducked or interrupted app
+/// (`/duckrouter/app`, `/state`; docs/POLICY.md, "Why is this ducked?").
+public struct HeldBack: Equatable, Sendable {
+    /// The app that ducks or interrupts it, the outside interruption's source, or the route that
+    /// went away.
+    public var by: String
+    /// For a duck: `session`, `pair` or `route` (where the rule came from). For an
+    /// interruption: `app`, `spokenAudio`, `outside` or `routeDisconnected`.
+    public var rule: String
+    /// The route the (deepest) duck is on.
+    public var route: String?
+    /// A loudness-targeted duck's target, LU under the ducker.
+    public var target: Double?
+    /// The loudness difference heard now, LU (ducker minus ducked app, with the duck): filled in
+    /// by the router, which measures it.
+    public var difference: Double?
+
+    public init(by: String, rule: String, route: String? = nil, target: Double? = nil, difference: Double? = nil) {
+        self.by = by
+        self.rule = rule
+        self.route = route
+        self.target = target
+        self.difference = difference
+    }
 }

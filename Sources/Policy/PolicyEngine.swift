@@ -30,6 +30,7 @@ public struct PolicyEngine: Sendable {
     public mutating func apply(_ event: PolicyEvent) throws(PolicyError) -> [PolicyEffect] {
         var transition = Transition(state)
         try transition.apply(event)
+        transition.forgetEndedLoudnessDucks()
         state = transition.state
         return transition.effects(from: Mix(of: transition.before))
     }
@@ -40,12 +41,27 @@ public struct PolicyEngine: Sendable {
 
 /// An app's place in the mix.
 public struct AppMix: Equatable, Sendable {
-    /// Linear gain including volume and ducking; 0 when not heard.
+    /// Linear gain including volume and ducking on the app's main route (the current one, or a
+    /// multiRoute app's first); 0 when not heard.
     public var gain: Float
+    /// The gain on each route it plays to where that differs from `gain` (a rule for one route).
+    public var routeGains: [String: Float] = [:]
     public var state: AppAudioState
-    /// The ducking factor (linear, 1 when not ducked) and the rule that sets it.
+    /// The deepest ducking factor on any of its routes (linear, 1 when not ducked) and the rule
+    /// that sets it.
     public var duck: Float
-    public var duckRule: DuckingRule?
+    public var duckRule: AppliedDuckingRule?
+    /// Each route it is ducked on, with the factor and the rule (`""`: no route carries it now).
+    public var ducks: [String: RouteDuck] = [:]
+
+    /// The gain on `route`.
+    public func gain(on route: String) -> Float { routeGains[route] ?? gain }
+}
+
+/// How far an app is ducked on one route, and by which rule.
+public struct RouteDuck: Equatable, Sendable {
+    public var factor: Float
+    public var rule: AppliedDuckingRule
 }
 
 /// The mix a state implies.
@@ -53,21 +69,31 @@ struct Mix {
     var apps: [String: AppMix] = [:]
 
     init(of state: PolicyState) {
-        let duckers = state.apps.filter { $0.isActive && $0.configuration.ducksOthers && !$0.duckReleased }
+        let duckers = state.duckers
         for app in state.apps {
-            var duck: Float = 1
-            var duckRule: DuckingRule?
             // A signal-activated app is heard before it is active (its first syllable must not be
             // lost), whenever it could be activated now.
-            let listening = app.activity == .inactive && app.configuration.activation == .signal
-                && state.activationRefusal(app.configuration) == nil
+            let listening = state.isListening(app)
+            let routes = state.routes(of: app)
+            let main = routes.first { $0 == state.currentRoute } ?? routes.first
+            var ducks: [String: RouteDuck] = [:]
             if app.isActive || listening {
-                for ducker in duckers where ducker.name != app.name {
-                    let rule = state.ducking.rule(ducker: ducker.name, ducked: app.name)
-                    let factor = Decibels.linear(Float(rule.level))
-                    if factor < duck { duck = factor; duckRule = rule }
+                for route in routes.isEmpty ? [nil] : routes.map(Optional.some) {
+                    var deepest: RouteDuck?
+                    for ducker in duckers where ducker.name != app.name {
+                        let rule = state.ducking.rule(ducker: ducker.name, ducked: app.name, route: route)
+                        var decibels = rule.level
+                        if rule.target != nil, let route, let measured = state.loudnessDucks[DuckPair(ducker: ducker.name, ducked: app.name, route: route)] {
+                            decibels = measured
+                        }
+                        let factor = Decibels.linear(Float(decibels))
+                        if factor < (deepest?.factor ?? 1) { deepest = RouteDuck(factor: factor, rule: rule) }
+                    }
+                    if let deepest { ducks[route ?? ""] = deepest }
                 }
             }
+            let deepest = ducks.values.min { $0.factor < $1.factor }
+            let duck = deepest?.factor ?? 1
             let silenced = (app.isActive || listening) && state.silentSwitch && app.configuration.category.obeysSilentSwitch
             let audible = (app.isActive || listening) && !silenced
             let mixState: AppAudioState = switch app.activity {
@@ -75,7 +101,15 @@ struct Mix {
             case .inactive: listening ? (silenced ? .silenced : .listening) : .inactive
             case .active: silenced ? .silenced : (duck < 1 ? .ducked : .active)
             }
-            apps[app.name] = AppMix(gain: audible ? app.volume * duck : 0, state: mixState, duck: duck, duckRule: duckRule)
+            let gain = audible ? app.volume * (ducks[main ?? ""]?.factor ?? 1) : 0
+            var routeGains: [String: Float] = [:]
+            if audible {
+                for route in routes where route != main {
+                    let routeGain = app.volume * (ducks[route]?.factor ?? 1)
+                    if routeGain != gain { routeGains[route] = routeGain }
+                }
+            }
+            apps[app.name] = AppMix(gain: gain, routeGains: routeGains, state: mixState, duck: duck, duckRule: deepest?.rule, ducks: ducks)
         }
     }
 }
@@ -199,17 +233,37 @@ private struct Transition {
         case let .setDucking(parameter):
             try setDucking(parameter)
         case let .setDuckingRules(rules):
-            for rule in rules {
-                guard rule.level.isFinite, (-144...0).contains(rule.level) else {
-                    throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): level: expected -144 to 0 dB, got \(rule.level)")
-                }
-                for time in [rule.attack, rule.release].compactMap({ $0 }) where !(time.isFinite && (0...60000).contains(time)) {
-                    throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): expected 0 to 60000 ms, got \(time)")
-                }
+            let routes = state.systemVolumes.map(\.route)
+            for rule in rules { if let problem = rule.problem(routes: routes) { throw problem } }
+            guard rules != state.ducking.rules else { return }
+            state.ducking.rules = rules
+            save = true
+        case let .setDuckingRule(rule):
+            if let problem = rule.problem(routes: state.systemVolumes.map(\.route)) { throw problem }
+            guard rule.ducker != rule.ducked else {
+                throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): an app does not duck itself")
+            }
+            if let ducker = state.app(rule.ducker), !ducker.configuration.ducksOthers {
+                throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): '\(rule.ducker)' does not duck others (its category has no duckOthers option), so the rule would never apply")
+            }
+            var rules = state.ducking.rules
+            if let index = rules.lastIndex(where: { $0.ducker == rule.ducker && $0.ducked == rule.ducked && $0.route == rule.route }) {
+                rules[index] = rule
+            } else {
+                rules.append(rule)
             }
             guard rules != state.ducking.rules else { return }
             state.ducking.rules = rules
             save = true
+        case let .removeDuckingRule(ducker, ducked, route):
+            let rules = state.ducking.rules.filter { !($0.ducker == ducker && $0.ducked == ducked && $0.route == route) }
+            guard rules.count < state.ducking.rules.count else {
+                throw PolicyError(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")
+            }
+            state.ducking.rules = rules
+            save = true
+        case let .setLoudnessDucks(depths):
+            try setLoudnessDucks(depths)
         case let .setRemoteCommands(name, commands):
             let index = try state.index(of: name)
             guard commands != state.apps[index].configuration.remoteCommands else { return }
@@ -433,8 +487,41 @@ private struct Transition {
             guard ms.isFinite, (0...60_000).contains(ms) else { throw badValue("ducking release", ms, "milliseconds from 0 to 60000") }
             guard ms != state.ducking.release else { return }
             state.ducking.release = ms
+        case let .target(lu):
+            if let lu, !(lu.isFinite && DuckingSettings.targetRange.contains(lu)) {
+                throw badValue("ducking target", lu, "a loudness difference in LU from 0 to 60")
+            }
+            guard lu != state.ducking.target else { return }
+            state.ducking.target = lu
+        case let .floor(dB):
+            guard dB.isFinite, DuckingSettings.floorRange.contains(dB) else { throw badValue("ducking floor", dB, "a level in dB from -144 to 0") }
+            guard dB != state.ducking.floor else { return }
+            state.ducking.floor = dB
         }
         save = true
+    }
+
+    /// The router's loudness loop sets the depth of loudness-targeted ducks. A pair that no longer
+    /// ducks by loudness (it ended while the loop measured) is passed over; a depth that is not a
+    /// level is refused. Not a setting: nothing is saved.
+    mutating func setLoudnessDucks(_ depths: [DuckPair: Double]) throws(PolicyError) {
+        for (pair, dB) in depths where !(dB.isFinite && (-144...0).contains(dB)) {
+            throw PolicyError(.badArgument, "loudness duck \(pair): expected -144 to 0 dB, got \(dB)")
+        }
+        let current = Dictionary(state.loudnessTargetedDucks.map { ($0.pair, $0.rule) }, uniquingKeysWith: { first, _ in first })
+        for (pair, dB) in depths {
+            guard let rule = current[pair] else { continue }
+            // Never louder than not ducked, never deeper than the floor.
+            state.loudnessDucks[pair] = min(0, max(dB, rule.floor))
+        }
+    }
+
+    /// Depths kept for pairs that no longer duck by loudness are dropped: the next duck of that
+    /// pair starts again from its rule's level, as the first did.
+    mutating func forgetEndedLoudnessDucks() {
+        guard !state.loudnessDucks.isEmpty else { return }
+        let current = Set(state.loudnessTargetedDucks.map(\.pair))
+        state.loudnessDucks = state.loudnessDucks.filter { current.contains($0.key) }
     }
 
     func linear(_ volume: Volume, setting: String, maximumDecibels: Double) throws(PolicyError) -> Float {
@@ -490,12 +577,12 @@ private struct Transition {
         for app in state.apps {
             let next = new.apps[app.name]!
             let previous = old.apps[app.name] ?? AppMix(gain: 0, state: .inactive, duck: 1, duckRule: nil)
-            if next.gain != previous.gain {
-                effects.append(.appGain(app: app.name, gain: next.gain, rampMilliseconds: ramp(from: previous, to: next)))
+            if next.gain != previous.gain || next.routeGains != previous.routeGains {
+                effects.append(.appGain(app: app.name, gain: next.gain, routeGains: next.routeGains, rampMilliseconds: ramp(from: previous, to: next)))
             }
             if next.state != previous.state || next.gain != previous.gain || old.apps[app.name] == nil {
                 effects.append(.notify(.appState(app: app.name, state: next.state, gainDecibels: Double(Decibels.level(next.gain)),
-                                                 reason: app.isActive ? app.activatedBy : nil)))
+                                                 reason: app.isActive ? app.activatedBy : nil, heldBy: PolicyState.heldBack(app, next))))
             }
         }
         if save { effects.append(.save) }
@@ -506,8 +593,9 @@ private struct Transition {
     /// the fast fade.
     func ramp(from previous: AppMix, to next: AppMix) -> Double {
         func heard(_ mix: AppMix) -> Bool { mix.state == .active || mix.state == .ducked || mix.state == .listening }
-        guard heard(previous), heard(next), next.duck != previous.duck else { return state.fadeMilliseconds }
-        if next.duck < previous.duck { return next.duckRule?.attack ?? state.ducking.attack }
+        guard heard(previous), heard(next), next.ducks != previous.ducks else { return state.fadeMilliseconds }
+        let deeper = next.duck < previous.duck || (next.duck == previous.duck && next.gain < previous.gain)
+        if deeper { return next.duckRule?.attack ?? state.ducking.attack }
         return previous.duckRule?.release ?? state.ducking.release
     }
 }

@@ -12,6 +12,10 @@ public enum DuckingParameter: Equatable, Sendable {
     /// Milliseconds, 0 to 60,000.
     case attack(Double)
     case release(Double)
+    /// LU under the ducker that ducks aim at, 0 to 60; nil: ducks are by level.
+    case target(Double?)
+    /// dB, -144 to 0: the deepest a loudness-targeted duck goes.
+    case floor(Double)
 }
 
 /// Everything that can happen to the policy. Events come from OSC, the session file and the JACK
@@ -41,6 +45,13 @@ public enum PolicyEvent: Equatable, Sendable {
     case setDucking(DuckingParameter)
     /// Replaces the per-pair ducking rules (a session file reloaded).
     case setDuckingRules([DuckingRule])
+    /// Adds a per-pair rule, or replaces the one for the same pair and route (`/duck/rule`).
+    case setDuckingRule(DuckingRule)
+    /// Removes the per-pair rule for that pair and route (nil: the rule for every route).
+    case removeDuckingRule(ducker: String, ducked: String, route: String?)
+    /// The router's loudness loop measured how deep loudness-targeted ducks must be (dB, by pair
+    /// and route; clamped to each rule's floor and 0). Pairs that no longer duck are passed over.
+    case setLoudnessDucks([DuckPair: Double])
     case setRemoteCommands(app: String, Set<RemoteCommand>)
     /// A remote command for the now-playing app, with its optional value.
     case remoteCommand(RemoteCommand, value: Double?)

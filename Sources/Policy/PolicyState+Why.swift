@@ -18,6 +18,30 @@ extension PolicyState {
         return answers
     }
 
+    /// Who holds the app back and by which rule, or nil when nothing does.
+    public func heldBack(_ name: String) -> HeldBack? {
+        guard let app = app(name), let mix = Mix(of: self).apps[name] else { return nil }
+        return Self.heldBack(app, mix)
+    }
+
+    static func heldBack(_ app: AppSession, _ mix: AppMix) -> HeldBack? {
+        switch mix.state {
+        case .ducked:
+            guard let rule = mix.duckRule else { return nil }
+            return HeldBack(by: rule.ducker, rule: rule.scope.rawValue, route: rule.route, target: rule.target)
+        case .interrupted:
+            guard case let .interrupted(by) = app.activity else { return nil }
+            return switch by {
+            case let .app(other): HeldBack(by: other, rule: "app")
+            case let .spokenAudio(other): HeldBack(by: other, rule: "spokenAudio")
+            case let .outside(source): HeldBack(by: source, rule: "outside")
+            case let .routeDisconnected(route): HeldBack(by: route, rule: "routeDisconnected", route: route)
+            }
+        default:
+            return nil
+        }
+    }
+
     private static func why(_ app: AppSession, _ mix: AppMix) -> String {
         switch mix.state {
         case .ducked:

@@ -71,52 +71,6 @@ public struct AppSession: Equatable, Sendable {
     public var isActive: Bool { activity == .active }
 }
 
-/// A per-pair override of the session-wide ducking settings.
-public struct DuckingRule: Equatable, Sendable {
-    public var ducker: String
-    public var ducked: String
-    /// dB, at most 0 (0 means this pair does not duck).
-    public var level: Double
-    /// Milliseconds; nil takes the session-wide value.
-    public var attack: Double?
-    public var release: Double?
-
-    public init(ducker: String, ducked: String, level: Double, attack: Double? = nil, release: Double? = nil) {
-        self.ducker = ducker
-        self.ducked = ducked
-        self.level = level
-        self.attack = attack
-        self.release = release
-    }
-}
-
-/// How apps with `duckOthers` lower the others.
-public struct DuckingSettings: Equatable, Sendable {
-    /// dB, -144 (silence) to 0.
-    public var level: Double = -14
-    /// Milliseconds to reach the ducked level.
-    public var attack: Double = 100
-    /// Milliseconds to come back.
-    public var release: Double = 500
-    public var rules: [DuckingRule] = []
-
-    public init(level: Double = -14, attack: Double = 100, release: Double = 500, rules: [DuckingRule] = []) {
-        self.level = level
-        self.attack = attack
-        self.release = release
-        self.rules = rules
-    }
-
-    /// The rule for `ducker` lowering `ducked`: the pair's own, else the session-wide one.
-    public func rule(ducker: String, ducked: String) -> DuckingRule {
-        var rule = rules.last { $0.ducker == ducker && $0.ducked == ducked }
-            ?? DuckingRule(ducker: ducker, ducked: ducked, level: level)
-        rule.attack = rule.attack ?? attack
-        rule.release = rule.release ?? release
-        return rule
-    }
-}
-
 /// Everything the policy decides from: the apps' sessions and the system settings.
 public struct PolicyState: Equatable, Sendable {
     /// Apps in registration order.
@@ -133,6 +87,10 @@ public struct PolicyState: Equatable, Sendable {
     /// Outside interruptions in progress, oldest first.
     public internal(set) var outsideInterruptions: [String] = []
     public internal(set) var ducking = DuckingSettings()
+    /// The depth (dB) each loudness-targeted duck has now, by pair and route, as the router's
+    /// loudness loop worked it out from what it measures (`setLoudnessDucks`). Absent: not yet
+    /// measured, so the rule's `level` applies. Kept only while the pair ducks on that route.
+    public internal(set) var loudnessDucks: [DuckPair: Double] = [:]
     /// Milliseconds of the fast fade used when audio starts or stops (interruptions, activation,
     /// the silent switch) and for volume changes.
     public internal(set) var fadeMilliseconds: Double = 20
@@ -148,6 +106,7 @@ public struct PolicyState: Equatable, Sendable {
             && a.availableRoutes == b.availableRoutes && a.selectedRoute == b.selectedRoute
             && a.privateRoutes == b.privateRoutes
             && a.outsideInterruptions == b.outsideInterruptions && a.ducking == b.ducking
+            && a.loudnessDucks == b.loudnessDucks
             && a.fadeMilliseconds == b.fadeMilliseconds && a.nextActivationSequence == b.nextActivationSequence
     }
 

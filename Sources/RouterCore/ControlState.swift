@@ -22,6 +22,8 @@ struct AppState {
     var exclusive = false
     /// Linear gain the policy wants (volume, ducking and audibility together).
     var gain: Float = 0
+    /// The gain on routes where a ducking rule for that route makes it differ from `gain`.
+    var routeGains: [String: Float] = [:]
     /// The ramp of the latest gain change, until a plan carrying it is published.
     var pendingRamp: Int32?
     /// The silence after which an active ducking app releases its duck (ms).

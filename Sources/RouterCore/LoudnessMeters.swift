@@ -9,7 +9,7 @@ import Loudness
 /// output meter slot`: unique, stable while the app or route has its ports, and under the engine's
 /// `maxTapGroups` (which the router sets to inputs plus outputs).
 struct LoudnessMeters {
-    let enabled: Bool
+    private(set) var enabled: Bool
     let routeGroupBase: Int32
     private(set) var worker: LoudnessWorker?
     private var targets: [LoudnessWorker.Target] = []
@@ -51,6 +51,14 @@ struct LoudnessMeters {
             targets = now
             worker?.setTargets(now)
         }
+    }
+
+    /// Meters from the next plan on, or stops metering; true when that changes the plan's taps.
+    mutating func setEnabled(_ on: Bool) -> Bool {
+        guard on != enabled else { return false }
+        enabled = on
+        if !on { stop() }
+        return true
     }
 
     func reading(app name: String) -> LoudnessWorker.Reading? { worker?.reading(.app, name) }

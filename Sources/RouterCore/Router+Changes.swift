@@ -61,6 +61,7 @@ extension Router {
             throw RouterError(error)
         }
         updateWatches()
+        updateLoudnessDucking()
         do {
             if startFrame != nil {
                 try publish(startFrame: startFrame)
@@ -77,6 +78,7 @@ extension Router {
         } catch {
             rollBack()
             updateWatches()
+            updateLoudnessDucking()
             throw error
         }
         // The change stands: connections, notifications, saves.
@@ -108,9 +110,10 @@ extension Router {
             }
         case let .appRemoved(name):
             inventory.retire(name)
-        case let .appGain(name, gain, milliseconds):
+        case let .appGain(name, gain, routeGains, milliseconds):
             guard let index = inventory.appIndex(name) else { return }
             inventory.apps[index].gain = gain
+            inventory.apps[index].routeGains = routeGains
             inventory.apps[index].pendingRamp = frames(milliseconds: milliseconds)
         case let .systemVolume(route, gain, milliseconds):
             guard let index = inventory.routeIndex(route) else { return }
@@ -126,7 +129,7 @@ extension Router {
     private func announce(_ effect: PolicyEffect) {
         switch effect {
         case let .notify(notification):
-            onNotification(.policy(notification))
+            onNotification(.policy(measured(notification)))
         case .save:
             if keeper.request() {
                 queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in

@@ -37,7 +37,8 @@ extension Router {
                           volume: Double(Decibels.sliderPosition(linear: sessions[app.name]?.volume ?? 1)),
                           gainDecibels: Double(Decibels.level(app.gain)),
                           peakDecibels: diagnostics.latestPeakDecibels(app: app),
-                          loudness: link.client == nil ? nil : loudness.reading(app: app.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
+                          loudness: link.client == nil ? nil : loudness.reading(app: app.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) },
+                          ducks: ducks(of: app.name, mix[app.name]))
                 },
                 routes: inventory.routes.map {
                     .init(name: $0.name, ports: $0.ports.map(\.name), destinations: $0.destinations,
@@ -55,6 +56,22 @@ extension Router {
                 publishedPlan: publisher.publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,
                 cells: publisher.cellCount, cycles: statistics.cycles, xruns: diagnostics.xruns,
                 missedCycles: statistics.missedCycles, recentGaps: engine.recentGaps(), nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
+        }
+    }
+
+    /// Each route an app is ducked on, with the rule, the depth in force and what was measured.
+    private func ducks(of app: String, _ mix: AppMix?) -> [RouterStatus.Duck] {
+        guard let mix else { return [] }
+        return mix.ducks.sorted { $0.key < $1.key }.map { route, duck in
+            var entry = RouterStatus.Duck(route: route, rule: duck.rule, depthDecibels: Double(Decibels.level(duck.factor)))
+            if duck.rule.target != nil {
+                let pair = DuckPair(ducker: duck.rule.ducker, ducked: app, route: route)
+                let estimate = loudnessDucker.estimates[pair]
+                entry.duckerLufs = estimate?.ducker
+                entry.duckedLufs = estimate?.ducked
+                entry.differenceLu = measuredDifference(pair)
+            }
+            return entry
         }
     }
 }

@@ -86,6 +86,11 @@ public final class Router: @unchecked Sendable {
     var keeper: StateKeeper
     var diagnostics = Diagnostics()
     var loudness: LoudnessMeters
+    /// Meter loudness even when no duck aims at a target (session `loudness.meter`).
+    let meterLoudness: Bool
+    /// The loop behind loudness-targeted ducks, and its 100 ms timer (running while one is in force).
+    var loudnessDucker = LoudnessDucker()
+    var loudnessDuckTimer: DispatchSourceTimer?
     var watchdog: CycleWatchdog
     /// The client name JACK gave and the server it runs on.
     var clientName: String
@@ -134,7 +139,9 @@ public final class Router: @unchecked Sendable {
         engineConfiguration.maxTapGroups = max(engineConfiguration.maxTapGroups,
                                                engineConfiguration.maxInputChannels + engineConfiguration.maxOutputChannels)
         engine = Engine(configuration: engineConfiguration, portBuffer: JackClient.portBuffer)
-        loudness = LoudnessMeters(enabled: configuration.meterLoudness, maxInputChannels: engineConfiguration.maxInputChannels)
+        meterLoudness = configuration.meterLoudness
+        loudness = LoudnessMeters(enabled: configuration.meterLoudness || session.ducking.usesLoudness,
+                                  maxInputChannels: engineConfiguration.maxInputChannels)
 
         // The session's apps, routes and input, with their meter slots; JACK ports come next.
         inventory = PortInventory(maxInputChannels: configuration.engine.maxInputChannels,
@@ -153,7 +160,10 @@ public final class Router: @unchecked Sendable {
         currentRoute = policy.state.currentRoute.flatMap(inventory.routeIndex)
         // What the session alone makes audible (a signal-activated app listens from the start).
         let mix = policy.mix
-        for index in inventory.apps.indices { inventory.apps[index].gain = mix[inventory.apps[index].name]?.gain ?? 0 }
+        for index in inventory.apps.indices {
+            inventory.apps[index].gain = mix[inventory.apps[index].name]?.gain ?? 0
+            inventory.apps[index].routeGains = mix[inventory.apps[index].name]?.routeGains ?? [:]
+        }
 
         let opened: (client: JackClient, epoch: Int)
         do {
@@ -195,6 +205,8 @@ public final class Router: @unchecked Sendable {
         timer = nil
         levelTimer?.cancel()
         levelTimer = nil
+        loudnessDuckTimer?.cancel()
+        loudnessDuckTimer = nil
         link.client?.deactivate()
         link.drop()
         loudness.stop()

@@ -16,6 +16,23 @@ public struct RouterStatus: Sendable, Equatable {
         public var peakDecibels: [Double]
         /// Its loudness (nil when not metered).
         public var loudness: LoudnessReading? = nil
+        /// Every route it is ducked on, and why (empty when it is not ducked).
+        public var ducks: [Duck] = []
+    }
+
+    /// One duck of an app on one route: who, by which rule, how deep now, and what was measured.
+    public struct Duck: Sendable, Equatable {
+        /// The route (`""`: the app plays to none now).
+        public var route: String
+        public var rule: AppliedDuckingRule
+        /// The depth in force now, dB.
+        public var depthDecibels: Double
+        /// For a loudness-targeted duck, once measured: the ducker as heard and the ducked app
+        /// as it would be heard undducked (LUFS, volumes included), and the difference heard now
+        /// with the duck (LU).
+        public var duckerLufs: Double? = nil
+        public var duckedLufs: Double? = nil
+        public var differenceLu: Double? = nil
     }
 
     /// EBU R 128 loudness, LUFS: over the last 400 ms (momentary) and 3 s (short-term); nil for

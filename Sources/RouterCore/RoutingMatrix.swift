@@ -60,7 +60,7 @@ struct RoutingMatrix {
                     }
                     let ramp = app.pendingRamp ?? route.pendingRamp ?? rampFrames
                     for feed in channels {
-                        feeds.append(.init(input: app.meterSlots[feed.appChannel], gain: app.gain * route.gain * feed.gain, rampFrames: ramp))
+                        feeds.append(.init(input: app.meterSlots[feed.appChannel], gain: (app.routeGains[route.name] ?? app.gain) * route.gain * feed.gain, rampFrames: ramp))
                     }
                 }
                 outputs.append(.init(port: port.handle, meterSlot: route.meterSlots[k], feeds: feeds,

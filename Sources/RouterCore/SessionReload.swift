@@ -32,6 +32,8 @@ struct SessionReload {
         if old.ducking.level != new.ducking.level { ducking.append(.setDucking(.level(new.ducking.level))) }
         if old.ducking.attack != new.ducking.attack { ducking.append(.setDucking(.attack(new.ducking.attack))) }
         if old.ducking.release != new.ducking.release { ducking.append(.setDucking(.release(new.ducking.release))) }
+        if old.ducking.target != new.ducking.target { ducking.append(.setDucking(.target(new.ducking.target))) }
+        if old.ducking.floor != new.ducking.floor { ducking.append(.setDucking(.floor(new.ducking.floor))) }
         if old.ducking.rules != new.ducking.rules { ducking.append(.setDuckingRules(new.ducking.rules)) }
         if !ducking.isEmpty { steps.append(.events(ducking, label: "ducking")) }
         for app in old.apps where !new.apps.contains(where: { $0.name == app.name }) {

@@ -41,7 +41,9 @@ struct StateKeeper {
         func position(_ linear: Float) -> Double { (Double(Decibels.sliderPosition(linear: linear)) * 1e6).rounded() / 1e6 }
         return SavedState(
             silent: state.silentSwitch, selectedRoute: state.selectedRoute,
-            ducking: .init(level: state.ducking.level, attack: state.ducking.attack, release: state.ducking.release),
+            ducking: .init(level: state.ducking.level, attack: state.ducking.attack, release: state.ducking.release,
+                           target: .init(state.ducking.target), floor: state.ducking.floor,
+                           rules: state.ducking.rules.map(SavedState.Ducking.Rule.init)),
             routeVolumes: Dictionary(state.systemVolumes.map { ($0.route, position($0.volume)) }, uniquingKeysWith: { a, _ in a }),
             appVolumes: Dictionary(state.apps.map { ($0.name, position($0.volume)) }, uniquingKeysWith: { a, _ in a }),
             apps: state.apps.map { app in

@@ -78,11 +78,78 @@ public struct SavedState: Codable, Equatable, Sendable {
         public var level: Double
         public var attack: Double
         public var release: Double
+        /// The session-wide loudness target as last set: LU, or `"off"` (ducks by level). Absent
+        /// in files written before targets existed: the session file's stands.
+        public var target: Target?
+        /// Absent in older files, as `target`.
+        public var floor: Double?
+        /// The per-pair rules as last set (`/duck/rule`); absent in older files: the session
+        /// file's stand.
+        public var rules: [Rule]?
 
-        public init(level: Double, attack: Double, release: Double) {
+        /// A per-pair rule, with the session file's field names.
+        public struct Rule: Codable, Equatable, Sendable {
+            public var ducker: String
+            public var ducked: String
+            public var route: String?
+            public var level: Double?
+            public var target: Double?
+            public var floor: Double?
+            public var attack: Double?
+            public var release: Double?
+
+            public init(_ rule: DuckingRule) {
+                ducker = rule.ducker
+                ducked = rule.ducked
+                route = rule.route
+                level = rule.level
+                target = rule.target
+                floor = rule.floor
+                attack = rule.attack
+                release = rule.release
+            }
+
+            public var rule: DuckingRule {
+                DuckingRule(ducker: ducker, ducked: ducked, route: route, level: level, target: target, floor: floor,
+                            attack: attack, release: release)
+            }
+        }
+
+        public enum Target: Codable, Equatable, Sendable {
+            case off
+            case lu(Double)
+
+            public init(_ lu: Double?) { self = lu.map(Target.lu) ?? .off }
+            public var lu: Double? { if case let .lu(value) = self { value } else { nil } }
+
+            public init(from decoder: Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                if let value = try? container.decode(Double.self) {
+                    self = .lu(value)
+                } else if try container.decode(String.self) == "off" {
+                    self = .off
+                } else {
+                    throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected LU or \"off\"")
+                }
+            }
+
+            public func encode(to encoder: Encoder) throws {
+                var container = encoder.singleValueContainer()
+                switch self {
+                case .off: try container.encode("off")
+                case let .lu(value): try container.encode(value)
+                }
+            }
+        }
+
+        public init(level: Double, attack: Double, release: Double, target: Target? = nil, floor: Double? = nil,
+                    rules: [Rule]? = nil) {
             self.level = level
             self.attack = attack
             self.release = release
+            self.target = target
+            self.floor = floor
+            self.rules = rules
         }
     }
 
@@ -122,6 +189,31 @@ extension Session {
         session.ducking.level = saved.ducking.level
         session.ducking.attack = saved.ducking.attack
         session.ducking.release = saved.ducking.release
+        if let target = saved.ducking.target {
+            if let lu = target.lu, !(lu.isFinite && DuckingSettings.targetRange.contains(lu)) {
+                notes.append("ducking target \(lu) LU is out of range: the session file's stands")
+            } else {
+                session.ducking.target = target.lu
+            }
+        }
+        if let rules = saved.ducking.rules {
+            let routeList = routes.map(\.name)
+            session.ducking.rules = rules.compactMap { saved in
+                let rule = saved.rule
+                if let problem = rule.problem(routes: routeList) {
+                    notes.append("\(problem.message): left out")
+                    return nil
+                }
+                return rule
+            }
+        }
+        if let floor = saved.ducking.floor {
+            if floor.isFinite && DuckingSettings.floorRange.contains(floor) {
+                session.ducking.floor = floor
+            } else {
+                notes.append("ducking floor \(floor) dB is out of range: the session file's stands")
+            }
+        }
         for (route, volume) in saved.routeVolumes.sorted(by: { $0.key < $1.key }) {
             guard routeNames.contains(route) else { notes.append("volume of route '\(route)', which is no longer in the session"); continue }
             session.volumes.routes[route] = min(max(volume, 0), 1)

@@ -14,8 +14,8 @@ public enum SessionLoader {
         "remote zita-njbridge": ["engine", "host", "port", "format", "client", "watch", "latency"],
         "netjack2": ["address", "port"],
         "input": ["ports"],
-        "ducking": ["level", "attack", "release", "rules"],
-        "duckingRule": ["ducker", "ducked", "level", "attack", "release"],
+        "ducking": ["level", "attack", "release", "target", "floor", "rules"],
+        "duckingRule": ["ducker", "ducked", "route", "level", "target", "floor", "attack", "release"],
         "app": ["name", "category", "options", "mode", "channels", "connect", "exclusive", "remote", "resume", "active", "channelmap",
                 "activation", "signal", "unduckAfter"],
         "signal": ["threshold", "attack", "hold", "hysteresis"],
@@ -122,7 +122,7 @@ struct Validator {
         if let value = root["input"], let input = object(value, "input", allowed: SessionLoader.fields["input"]!) {
             if let ports = input["ports"] { session.input.ports = strings(ports, "input.ports", portNames: true) }
         }
-        if let value = root["ducking"] { session.ducking = ducking(value) }
+        if let value = root["ducking"] { session.ducking = ducking(value, routes: session.routes.map(\.name)) }
         if let value = root["apps"] { session.apps = apps(value, routes: session.routes) }
         if let value = root["volumes"] { session.volumes = volumes(value, routes: session.routes, apps: session.apps) }
         return session
@@ -220,23 +220,39 @@ struct Validator {
         return routes
     }
 
-    mutating func ducking(_ value: JSONValue) -> DuckingSettings {
+    mutating func ducking(_ value: JSONValue, routes: [String]) -> DuckingSettings {
         var ducking = DuckingSettings()
         guard let fields = object(value, "ducking", allowed: SessionLoader.fields["ducking"]!) else { return ducking }
         if let v = fields["level"], let level = number(v, "ducking.level", in: -144...0, unit: "dB") { ducking.level = level }
         if let v = fields["attack"], let ms = number(v, "ducking.attack", in: 0...60000, unit: "milliseconds") { ducking.attack = ms }
         if let v = fields["release"], let ms = number(v, "ducking.release", in: 0...60000, unit: "milliseconds") { ducking.release = ms }
+        if let v = fields["target"], let lu = number(v, "ducking.target", in: DuckingSettings.targetRange, unit: "LU") { ducking.target = lu }
+        if let v = fields["floor"], let dB = number(v, "ducking.floor", in: DuckingSettings.floorRange, unit: "dB") { ducking.floor = dB }
         if let v = fields["rules"], let list = array(v, "ducking.rules") {
             for (i, item) in list.enumerated() {
                 let path = "ducking.rules[\(i)]"
                 guard let rule = object(item, path, allowed: SessionLoader.fields["duckingRule"]!) else { continue }
                 let ducker = required(rule, "ducker", path).flatMap { string($0, "\(path).ducker") }
                 let ducked = required(rule, "ducked", path).flatMap { string($0, "\(path).ducked") }
-                let level = required(rule, "level", path).flatMap { number($0, "\(path).level", in: -144...0, unit: "dB") }
+                var route: String?
+                if let v = rule["route"], let name = string(v, "\(path).route") {
+                    if routes.contains(name) {
+                        route = name
+                    } else {
+                        fail("\(path).route", "no route named '\(name)' in this session (its routes: \(routes.joined(separator: ", ")))")
+                    }
+                }
+                if rule["level"] == nil && rule["target"] == nil {
+                    fail(path, "give a level (dB), a target (LU) or both")
+                }
+                let level = rule["level"].flatMap { number($0, "\(path).level", in: -144...0, unit: "dB") }
+                let target = rule["target"].flatMap { number($0, "\(path).target", in: DuckingSettings.targetRange, unit: "LU") }
+                let floor = rule["floor"].flatMap { number($0, "\(path).floor", in: DuckingSettings.floorRange, unit: "dB") }
                 let attack = rule["attack"].flatMap { number($0, "\(path).attack", in: 0...60000, unit: "milliseconds") }
                 let release = rule["release"].flatMap { number($0, "\(path).release", in: 0...60000, unit: "milliseconds") }
-                if let ducker, let ducked, let level {
-                    ducking.rules.append(DuckingRule(ducker: ducker, ducked: ducked, level: level, attack: attack, release: release))
+                if let ducker, let ducked, level != nil || target != nil {
+                    ducking.rules.append(DuckingRule(ducker: ducker, ducked: ducked, route: route, level: level, target: target,
+                                                     floor: floor, attack: attack, release: release))
                 }
             }
         }

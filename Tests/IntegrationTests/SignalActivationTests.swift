@@ -196,7 +196,7 @@ struct SignalActivationTests {
         #expect(back.allSatisfy { abs(Decibels.level($0) - Decibels.level(full)) < 0.5 }, "music back after hold and release")
         let release = try #require(envelope[(holdEnd - 5)...].firstIndex { $0 > full * Decibels.linear(-11.5) })
         print("talkover: the duck lets go \(String(format: "%.0f", Self.ms((release - lastEnd / Self.block) * Self.block))) ms after the last sound (hold 500 ms)")
-        #expect(rig.notifications.contains { if case .policy(.appState("mic", .active, _, .signal)) = $0 { true } else { false } },
+        #expect(rig.notifications.contains { if case .policy(.appState("mic", .active, _, .signal, _)) = $0 { true } else { false } },
                 "the mic was reported active because of its signal")
         #expect(rig.state("mic") == "listening")
     }
@@ -269,7 +269,7 @@ struct SignalActivationTests {
         #expect(!after.isEmpty && after.allSatisfy { abs(Decibels.level($0) - Decibels.level(0.5)) < 0.5 }, "music back after the announcement")
         #expect(rig.notifications.contains { if case .policy(.interruption("music", .began, _, _)) = $0 { true } else { false } })
         #expect(rig.notifications.contains { if case .policy(.interruption("music", .ended, true, _)) = $0 { true } else { false } })
-        #expect(rig.notifications.contains { if case .policy(.appState("music", .active, _, .autoResume)) = $0 { true } else { false } },
+        #expect(rig.notifications.contains { if case .policy(.appState("music", .active, _, .autoResume, _)) = $0 { true } else { false } },
                 "music active again because it auto-resumed")
     }
 

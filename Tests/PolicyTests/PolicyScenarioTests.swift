@@ -115,7 +115,8 @@ let scenarios: [Scenario] = [
     Scenario(rule: "5.4", name: "navigation prompts duck music by 14 dB over the 100 ms attack",
              given: [.activate(app: "music")], when: .activate(app: "nav"),
              expect: [.state("music", .ducked), .gain("music", -14), .ramp("music", 100), .state("nav", .active),
-                      .notified(.appState(app: "music", state: .ducked, gainDecibels: -14.0, reason: .osc)),
+                      .notified(.appState(app: "music", state: .ducked, gainDecibels: -14.0, reason: .osc,
+                                                  heldBy: HeldBack(by: "nav", rule: "session", route: "speaker"))),
                       .noInterruption("music")]),
     Scenario(rule: "5.4", name: "music unducks over the 500 ms release when the prompt deactivates",
              given: [.activate(app: "music"), .activate(app: "nav")], when: .deactivate(app: "nav", notifyOthers: false),
@@ -311,7 +312,7 @@ struct PolicyScenarioTests {
             case let .nowPlaying(app):
                 #expect(policy.state.nowPlaying == app)
             case let .ramp(app, ms):
-                let ramps = effects.compactMap { if case let .appGain(a, _, r) = $0, a == app { r } else { nil } }
+                let ramps = effects.compactMap { if case let .appGain(a, _, _, r) = $0, a == app { r } else { nil } }
                 #expect(ramps == [ms], "\(app): \(ramps)")
             case let .saves(expected):
                 #expect(effects.contains(.save) == expected)

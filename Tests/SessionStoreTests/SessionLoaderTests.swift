@@ -157,8 +157,25 @@ struct SessionLoaderTests {
             """#.utf8), file: "t.json")
         #expect(session.ducking.level == -12)
         #expect(session.ducking.rules == [DuckingRule(ducker: "mic", ducked: "music", level: -20, release: 800)])
-        #expect(session.ducking.rule(ducker: "mic", ducked: "music").attack == 100)
+        #expect(session.ducking.rule(ducker: "mic", ducked: "music", route: nil).attack == 100)
         #expect(session.apps[0].startsActive && !session.apps[1].startsActive)
+    }
+
+    @Test("loudness targets, floors and rules for one route")
+    func loudnessRules() throws {
+        let session = try SessionLoader.parse(Data(#"""
+            {"routes": [{"name": "phones", "ports": ["s:1"]}, {"name": "tx", "ports": ["s:2"]}],
+             "ducking": {"target": 15, "floor": -30, "rules": [
+                {"ducker": "mic", "ducked": "music", "route": "phones", "level": -6},
+                {"ducker": "mic", "ducked": "music", "route": "tx", "target": 18, "floor": -24}]}}
+            """#.utf8), file: "t.json")
+        #expect(session.ducking.target == 15 && session.ducking.floor == -30)
+        #expect(session.ducking.rules == [DuckingRule(ducker: "mic", ducked: "music", route: "phones", level: -6),
+                                          DuckingRule(ducker: "mic", ducked: "music", route: "tx", target: 18, floor: -24)])
+        let phones = session.ducking.rule(ducker: "mic", ducked: "music", route: "phones")
+        #expect(phones.level == -6 && phones.target == nil && phones.scope == .route)
+        let other = session.ducking.rule(ducker: "nav", ducked: "music", route: "tx")
+        #expect(other.target == 15 && other.floor == -30 && other.scope == .session)
     }
 
     /// Each broken file and the exact lines it produces.
@@ -203,6 +220,14 @@ struct SessionLoaderTests {
         (#"{"apps": [{"name": "m", "active": "yes"}]}"#, "Sessions/test.json:1 apps[0].active: expected true or false, got 'yes'"),
         (#"{"ducking": {"rules": [{"ducker": "nav", "ducked": "music", "level": -20, "attack": -5}]}}"#,
          "Sessions/test.json:1 ducking.rules[0].attack: expected a number from 0 to 60000 milliseconds, got -5"),
+        (#"{"ducking": {"target": 70}}"#, "Sessions/test.json:1 ducking.target: expected a number from 0 to 60 LU, got 70"),
+        (#"{"ducking": {"floor": "deep"}}"#, "Sessions/test.json:1 ducking.floor: expected a number from -144 to 0 dB, got 'deep'"),
+        (#"{"ducking": {"rules": [{"ducker": "nav", "ducked": "music"}]}}"#,
+         "Sessions/test.json:1 ducking.rules[0]: give a level (dB), a target (LU) or both"),
+        (#"{"ducking": {"rules": [{"ducker": "nav", "ducked": "music", "target": -3}]}}"#,
+         "Sessions/test.json:1 ducking.rules[0].target: expected a number from 0 to 60 LU, got -3"),
+        (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "ducking": {"rules": [{"ducker": "nav", "ducked": "music", "route": "hdmi", "level": -6}]}}"#,
+         "Sessions/test.json:1 ducking.rules[0].route: no route named 'hdmi' in this session (its routes: pa)"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "hdmi:1"]]}]}"#,
          "Sessions/test.json:1 apps[0].channelmap[0]: unknown route 'hdmi' (routes: pa)"),
         (#"{"routes": [{"name": "pa", "ports": ["s:1"]}], "apps": [{"name": "dj", "category": "multiRoute", "channelmap": [[1, "pa:2"]]}]}"#,
