@@ -157,7 +157,7 @@ let package = Package(
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport",
+            "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport", "Loudness",
         ], exclude: ["Resources"]),
     ]
 )
