@@ -87,6 +87,23 @@ public struct LoudnessTap: @unchecked Sendable, Equatable {
         return n
     }
 
+    /// The oldest waiting samples that lie one after another in the ring (up to the ring's end):
+    /// where they start and how many. They stay until `advance(by:)` takes them; the process thread
+    /// does not write over them meanwhile.
+    public var contiguous: (samples: UnsafePointer<Float>, count: Int) {
+        let r = ring.pointee.read.load(ordering: .relaxed)
+        let n = ring.pointee.written.load(ordering: .acquiring) &- r
+        let start = r & (ring.pointee.capacity &- 1)
+        return (UnsafePointer(ring.pointee.buffer + start), min(n, ring.pointee.capacity &- start))
+    }
+
+    /// Takes `count` samples seen through `contiguous` (at most its count): their room goes back
+    /// to the process thread.
+    public func advance(by count: Int) {
+        let r = ring.pointee.read.load(ordering: .relaxed)
+        ring.pointee.read.store(r &+ count, ordering: .releasing)
+    }
+
     /// Drops everything waiting (a slot that passed to another app: its old samples are not it).
     public func skipAll() {
         ring.pointee.read.store(ring.pointee.written.load(ordering: .acquiring), ordering: .releasing)

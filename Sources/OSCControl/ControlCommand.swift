@@ -17,6 +17,8 @@ public enum ControlCommand: Equatable, Sendable {
     case unsubscribe(url: String?)
     /// Peak meters to `url` (nil: the sender) at `rate` Hz (0 stops them).
     case meters(url: String?, rate: Double)
+    /// `/meters/loudness [f Hz] [s url]`: every app's and route's loudness (EBU R 128), up to 10 Hz.
+    case loudnessMeters(url: String?, rate: Double)
     case state
     /// `/ping [token]`: answered with the router's JACK client name, and the token when one was
     /// given (a far router watching this one, which tells its own answers by it; a control
@@ -96,6 +98,10 @@ public enum ControlCommand: Equatable, Sendable {
             let rate = try a.optionalNumber("rate in Hz") ?? 20
             guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 20 means 20), got \(rate)") }
             command = .meters(url: try a.optionalURL(), rate: min(rate, 20))
+        case "meters" where parts.count == 2 && parts[1] == "loudness":
+            let rate = try a.optionalNumber("rate in Hz") ?? 10
+            guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 10 means 10), got \(rate)") }
+            command = .loudnessMeters(url: try a.optionalURL(), rate: min(rate, 10))
         case "state" where parts.count == 1: command = .state
         case "ping" where parts.count == 1: command = .ping(token: try a.optionalInteger("token"))
         default: throw unknown(message.path)

@@ -58,6 +58,8 @@ extension ControlServer {
                 return true
             }
             return [.float(Float(rate)), .string(key)]
+        case let .loudnessMeters(url, rate):
+            return try subscribeLoudness(url: url, rate: rate, peer: peer)
         case .state:
             return [.string(stateJSON())]
         case let .ping(token):

@@ -16,6 +16,7 @@ extension ControlServer {
     /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
     /// meter paths gets its own bundle of those).
     func tick() {
+        if !loudnessTargets.isEmpty { tickLoudness() }
         guard !meterTargets.isEmpty else {
             meterHistory.removeAll()
             return

@@ -108,6 +108,7 @@ extension ControlServer {
         for (app, target) in notifyTargets where target.connection == peer.connection { notifyTargets[app] = nil }
         subscribers.removeAll { $0.connection == peer.connection }
         meterTargets.removeAll { $0.connection == peer.connection }
+        loudnessTargets.removeAll { $0.connection == peer.connection }
         adminStreams.remove(peer.connection)
     }
 }

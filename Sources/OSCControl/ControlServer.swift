@@ -96,6 +96,8 @@ public final class ControlServer: @unchecked Sendable {
     var notifyTargets: [String: Target] = [:]
     var subscribers: [Target] = []
     var meterTargets: [Target] = []
+    /// `/meters/loudness` subscribers (their `meterRate` and `nextMeter` as for peak meters).
+    var loudnessTargets: [Target] = []
     /// Each tick's peaks, since the oldest a meter subscriber has not had yet.
     var meterHistory: [(time: Double, meters: [PeakMeter])] = []
     /// The `/duckrouter/meter` bundle laid out for the meters there are (made again when they change).

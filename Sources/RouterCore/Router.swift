@@ -373,6 +373,19 @@ public final class Router: @unchecked Sendable {
         queue.sync { diagnostics.takePeaks(apps: inventory.apps, routes: inventory.routes) }
     }
 
+    /// Every metered app's and route's loudness, apps first, in order; nil when the router
+    /// meters no loudness now (metering off, or the server away).
+    public func loudnessReadings() -> [LoudnessMeterReading]? {
+        queue.sync {
+            guard loudness.enabled, link.client != nil else { return nil }
+            return inventory.apps.compactMap { app in
+                loudness.reading(app: app.name).map { LoudnessMeterReading(kind: .app, name: app.name, momentary: $0.momentary, shortTerm: $0.shortTerm) }
+            } + inventory.routes.compactMap { route in
+                loudness.reading(route: route.name).map { LoudnessMeterReading(kind: .route, name: route.name, momentary: $0.momentary, shortTerm: $0.shortTerm) }
+            }
+        }
+    }
+
     /// The JACK thread that runs this router's process callback (for real-time checks in tests).
     public var processThread: pthread_t? { queue.sync { link.client?.processThread } }
 

@@ -115,3 +115,12 @@ public struct PeakMeter: Sendable, Equatable {
     public var name: String
     public var peaks: [Float]
 }
+
+/// The loudness of one app (its input) or route (its output), EBU R 128, LUFS: momentary (the last
+/// 400 ms) and short-term (the last 3 s); nil for silence or before that much was heard.
+public struct LoudnessMeterReading: Sendable, Equatable {
+    public var kind: PeakMeter.Kind
+    public var name: String
+    public var momentary: Double?
+    public var shortTerm: Double?
+}

@@ -72,4 +72,43 @@ struct LoudnessMeteringTests {
         #expect(engine["loudnessLufs"] == nil && engine["peaksDbfs"] != nil, "\(engine.keys.sorted())")
         #expect(!Self.threadNames(off).contains("duckrouter.lufs"), "\(Self.threadNames(off))")
     }
+
+    @Test("/meters/loudness: every app's and route's loudness in bundles of /duckrouter/loudness at up to 10 Hz; refused (-1) while nothing is metered; 0 stops it")
+    func loudnessSubscription() throws {
+        let on = try OSCRig(osc: Self.meterOn)
+        defer { on.close() }
+        let sine = Signals.sine(frequency: 1000, amplitude: Float(pow(10, -23.0 / 20)), sampleRate: 48000)
+        on.source.setSignal(sine, output: 0)
+        on.source.setSignal(sine, output: 1)
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: on.port))
+        try client.send(OSCMessage("/meters/loudness", [.float(50)]))
+        let reply = try #require(try client.receive(timeout: 2) { $0.path == "/reply" || $0.path == "/error" })
+        #expect(reply.path == "/reply" && reply.arguments.dropFirst().first == .float(10), "capped at 10 Hz: \(reply)")
+        // 3.5 s of bundles: music's short-term reaches -23 LUFS; the bundles come about 10 a second.
+        var music: [(Double, Double)] = []
+        var speakerSeen = false
+        let start = Date()
+        while Date().timeIntervalSince(start) < 4.5 {
+            _ = try client.receive(timeout: 0.5, until: { _ in false }) { message in
+                guard message.path == "/duckrouter/loudness", message.arguments.count == 4,
+                      case let .float(momentary) = message.arguments[2], case let .float(shortTerm) = message.arguments[3] else { return }
+                if message.arguments.prefix(2) == [.string("app"), .string("music")] { music.append((Double(momentary), Double(shortTerm))) }
+                if message.arguments.prefix(2) == [.string("route"), .string("speaker")] { speakerSeen = true }
+            }
+        }
+        #expect((30...50).contains(music.count), "about 10 readings of music a second: \(music.count) in 4.5 s")
+        #expect(speakerSeen, "routes are in the bundles too")
+        let last = try #require(music.last)
+        #expect(abs(last.0 - -23) <= 0.2 && abs(last.1 - -23) <= 0.2, "music's last reading: \(last)")
+        try client.send(OSCMessage("/meters/loudness", [.float(0)]))
+        _ = try client.receive(timeout: 2) { $0.path == "/reply" }
+        while try client.receive(timeout: 0.3) != nil {}
+        #expect(try client.receive(timeout: 0.5) == nil, "0 stops the bundles")
+        on.close()
+
+        let off = try OSCRig()
+        defer { off.close() }
+        let refusal = try #require(try off.query("/meters/loudness"))
+        #expect(refusal.path == "/error" && refusal.arguments.dropFirst().first == .int32(-1), "\(refusal)")
+    }
 }

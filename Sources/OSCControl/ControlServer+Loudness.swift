@@ -1,0 +1,54 @@
+import OSCTransport
+import Policy
+import RouterCore
+
+/// Loudness meters for subscribers (OSC `/meters/loudness`, issue 19): every app's and route's
+/// EBU R 128 loudness, momentary and short-term, in one bundle of `/duckrouter/loudness` messages
+/// at each subscriber's rate (up to 10 Hz: the readings move in 100 ms blocks). OSC server thread
+/// only.
+extension ControlServer {
+    func subscribeLoudness(url: String?, rate: Double, peer: OSCServer.Peer) throws(PolicyError) -> [OSCArgument] {
+        let key = url.flatMap(OSCURL.init)?.description ?? peer.url
+        if let existing = loudnessTargets.first(where: { $0.url == key }) {
+            existing.meterRate = rate
+        } else if rate > 0 {
+            guard router.loudnessReadings() != nil else {
+                throw PolicyError(.general, "loudness is not metered: set \"loudness\": {\"meter\": true} in the session, or a ducking target")
+            }
+            guard loudnessTargets.count < configuration.maximumSubscribers else {
+                throw PolicyError(.general, "too many loudness subscribers (\(configuration.maximumSubscribers))")
+            }
+            let target = try target(url: url, peer: peer)
+            target.meterRate = rate
+            target.nextMeter = Self.nextMeterTime(after: OSCServer.clockSeconds(), rate: rate)
+            loudnessTargets.append(target)
+        }
+        loudnessTargets.removeAll { target in
+            guard target.meterRate == 0 else { return false }
+            release(target)
+            return true
+        }
+        return [.float(Float(rate)), .string(key)]
+    }
+
+    /// Sends the readings to every subscriber due now, read once for all of them. While the
+    /// router meters nothing (the server away, metering off), nothing is sent.
+    func tickLoudness() {
+        let now = OSCServer.clockSeconds()
+        let due = loudnessTargets.filter { now >= $0.nextMeter }
+        guard !due.isEmpty else { return }
+        for target in due { target.nextMeter = Self.nextMeterTime(after: now, rate: target.meterRate) }
+        guard let readings = router.loudnessReadings(), !readings.isEmpty else { return }
+        func lufs(_ value: Double?) -> OSCArgument { .float(Float(max(value ?? -144, -144))) }
+        let bytes = OSCCodec.encodeBundle(readings.map {
+            OSCMessage("/duckrouter/loudness", [.string($0.kind.rawValue), .string($0.name), lufs($0.momentary), lufs($0.shortTerm)])
+        })
+        var dropped: [Target] = []
+        for target in due where !send(bytes, to: target, conflatable: true) { dropped.append(target) }
+        for target in dropped {
+            logger.warning("dropping a loudness subscriber after repeated failures", metadata: ["url": "\(target.url)"])
+            release(target)
+        }
+        loudnessTargets.removeAll { target in dropped.contains { $0 === target } }
+    }
+}
