@@ -101,7 +101,10 @@ public struct LoudnessTap: @unchecked Sendable, Equatable {
     /// to the process thread.
     public func advance(by count: Int) {
         let r = ring.pointee.read.load(ordering: .relaxed)
-        ring.pointee.read.store(r &+ count, ordering: .releasing)
+        // Never past what was written: the process thread would take the room as free and write
+        // beyond the ring.
+        let waiting = ring.pointee.written.load(ordering: .acquiring) &- r
+        ring.pointee.read.store(r &+ max(0, min(count, waiting)), ordering: .releasing)
     }
 
     /// Drops everything waiting (a slot that passed to another app: its old samples are not it).

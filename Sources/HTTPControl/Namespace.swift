@@ -174,6 +174,8 @@ public struct Namespace {
                    range: [Range(minimum: 0, maximum: 60000)], unit: ["time.millisecond"]),
             method("/duck/release", "how long it takes to come back, ms", type: "f", access: .readWrite, valueOf: "/duck/release",
                    range: [Range(minimum: 0, maximum: 60000)], unit: ["time.millisecond"]),
+            method("/duck/floor", "the deepest a loudness-targeted duck goes, dB", type: "f", access: .readWrite, valueOf: "/duck/floor",
+                   range: [Range(minimum: -144, maximum: 0)], unit: ["gain.db"]),
         ])
     }
 

@@ -200,6 +200,7 @@ extension ControlServer {
         case .duckTarget: return [state.ducking.target.map { .float(Float($0)) } ?? .string("off")]
         case .duckFloor: return [.float(Float(state.ducking.floor))]
         case let .duckRule(ducker, ducked, route):
+            if let route, state.systemVolume(route) == nil { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
             guard let rule = state.ducking.rules.last(where: { $0.ducker == ducker && $0.ducked == ducked && $0.route == route }) else {
                 throw PolicyError(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")
             }

@@ -13,7 +13,7 @@ extension ControlServer {
             existing.meterRate = rate
         } else if rate > 0 {
             guard router.loudnessReadings() != nil else {
-                throw PolicyError(.general, "loudness is not metered: set \"loudness\": {\"meter\": true} in the session, or a ducking target")
+                throw PolicyError(.general, "loudness is not metered now: the JACK server is away, or metering is off (set \"loudness\": {\"meter\": true} in the session, or a ducking target)")
             }
             guard loudnessTargets.count < configuration.maximumSubscribers else {
                 throw PolicyError(.general, "too many loudness subscribers (\(configuration.maximumSubscribers))")

@@ -38,6 +38,9 @@ public struct DuckingRule: Equatable, Sendable {
         if let route, !routes.contains(route) {
             return PolicyError(.unknownRoute, "\(name): no route named '\(route)'")
         }
+        if ducker == ducked {
+            return PolicyError(.badArgument, "\(name): an app does not duck itself")
+        }
         if level == nil && target == nil {
             return PolicyError(.badArgument, "\(name): give a level (dB), a target (LU) or both")
         }
@@ -49,6 +52,9 @@ public struct DuckingRule: Equatable, Sendable {
         }
         if let floor, !(floor.isFinite && DuckingSettings.floorRange.contains(floor)) {
             return PolicyError(.badArgument, "\(name): floor: expected -144 to 0 dB, got \(floor)")
+        }
+        if floor != nil && target == nil {
+            return PolicyError(.badArgument, "\(name): a floor bounds a loudness target; this rule has none")
         }
         for time in [attack, release].compactMap({ $0 }) where !(time.isFinite && (0...60000).contains(time)) {
             return PolicyError(.badArgument, "\(name): expected 0 to 60000 ms, got \(time)")
@@ -164,8 +170,8 @@ extension PolicyState {
     /// The app that ducks, by name: active, with duckOthers, its duck not released.
     var duckers: [AppSession] { apps.filter { $0.isActive && $0.configuration.ducksOthers && !$0.duckReleased } }
 
-    /// Whether an app is heard now or would be as soon as it sounds: active, or a signal-activated
-    /// app that is listening.
+    /// Whether an inactive signal-activated app is listening: heard before it is active, whenever
+    /// it could be activated now (an active app is not "listening").
     func isListening(_ app: AppSession) -> Bool {
         app.activity == .inactive && app.configuration.activation == .signal && activationRefusal(app.configuration) == nil
     }

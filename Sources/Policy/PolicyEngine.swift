@@ -84,7 +84,8 @@ struct Mix {
                         let rule = state.ducking.rule(ducker: ducker.name, ducked: app.name, route: route)
                         var decibels = rule.level
                         if rule.target != nil, let route, let measured = state.loudnessDucks[DuckPair(ducker: ducker.name, ducked: app.name, route: route)] {
-                            decibels = measured
+                            // Within the rule as it is now (its floor may have moved since).
+                            decibels = min(0, max(measured, rule.floor))
                         }
                         let factor = Decibels.linear(Float(decibels))
                         if factor < (deepest?.factor ?? 1) { deepest = RouteDuck(factor: factor, rule: rule) }
@@ -92,7 +93,12 @@ struct Mix {
                     if let deepest { ducks[route ?? ""] = deepest }
                 }
             }
-            let deepest = ducks.values.min { $0.factor < $1.factor }
+            // The deepest duck, the first in session route order on a tie (a dictionary's order
+            // would pick another from run to run).
+            var deepest: RouteDuck?
+            for key in (routes.isEmpty ? [""] : routes) {
+                if let duck = ducks[key], duck.factor < (deepest?.factor ?? .infinity) { deepest = duck }
+            }
             let duck = deepest?.factor ?? 1
             let silenced = (app.isActive || listening) && state.silentSwitch && app.configuration.category.obeysSilentSwitch
             let audible = (app.isActive || listening) && !silenced
@@ -240,9 +246,6 @@ private struct Transition {
             save = true
         case let .setDuckingRule(rule):
             if let problem = rule.problem(routes: state.systemVolumes.map(\.route)) { throw problem }
-            guard rule.ducker != rule.ducked else {
-                throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): an app does not duck itself")
-            }
             if let ducker = state.app(rule.ducker), !ducker.configuration.ducksOthers {
                 throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): '\(rule.ducker)' does not duck others (its category has no duckOthers option), so the rule would never apply")
             }
@@ -256,6 +259,7 @@ private struct Transition {
             state.ducking.rules = rules
             save = true
         case let .removeDuckingRule(ducker, ducked, route):
+            if let route { try checkRoute(route) }
             let rules = state.ducking.rules.filter { !($0.ducker == ducker && $0.ducked == ducked && $0.route == route) }
             guard rules.count < state.ducking.rules.count else {
                 throw PolicyError(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")
@@ -594,7 +598,8 @@ private struct Transition {
     func ramp(from previous: AppMix, to next: AppMix) -> Double {
         func heard(_ mix: AppMix) -> Bool { mix.state == .active || mix.state == .ducked || mix.state == .listening }
         guard heard(previous), heard(next), next.ducks != previous.ducks else { return state.fadeMilliseconds }
-        let deeper = next.duck < previous.duck || (next.duck == previous.duck && next.gain < previous.gain)
+        // Deeper on any route: the attack (one ramp carries every route's change).
+        let deeper = next.ducks.contains { route, duck in duck.factor < (previous.ducks[route]?.factor ?? 1) }
         if deeper { return next.duckRule?.attack ?? state.ducking.attack }
         return previous.duckRule?.release ?? state.ducking.release
     }

@@ -13,7 +13,7 @@ import Policy
 ///
 /// - The ducker over what it played since the duck began: the last 400 ms at first, growing to
 ///   3 s (short-term); until it has played 400 ms, the rule's `level` holds.
-/// - The ducked app over its last 3 s (or all it has played, from 400 ms).
+/// - The ducked app over its last 3 s (or all its meter has heard, from 400 ms).
 /// - While the ducker is silent (its last 400 ms under its signal threshold), the duck goes no
 ///   deeper: a pause between sentences does not push the bed down.
 /// - A depth moves only when it is 0.5 dB or more from the one in force; each move ramps at the
@@ -44,6 +44,13 @@ struct LoudnessDucker {
     private var onsets: [DuckPair: Int] = [:]
     private(set) var estimates: [DuckPair: Estimate] = [:]
 
+    /// Forgets every pair not in force: called on every change, so a duck that ended while the
+    /// loop was not running (its timer stops with the last duck) starts afresh the next time.
+    mutating func keep(only inForce: Set<DuckPair>) {
+        onsets = onsets.filter { inForce.contains($0.key) }
+        estimates = estimates.filter { inForce.contains($0.key) }
+    }
+
     /// One pass: the depths to change (dB, by pair), for the ducks in force now.
     /// - Parameters:
     ///   - reading: an app's latest loudness reading (nil: not metered).
@@ -52,11 +59,14 @@ struct LoudnessDucker {
     mutating func step(_ ducks: [LoudnessDuck], reading: (String) -> LoudnessWorker.Reading?,
                        volume: (String) -> Double, threshold: (String) -> Double) -> [DuckPair: Double] {
         var changes: [DuckPair: Double] = [:]
-        let inForce = Set(ducks.map(\.pair))
-        onsets = onsets.filter { inForce.contains($0.key) }
-        estimates = estimates.filter { inForce.contains($0.key) }
+        keep(only: Set(ducks.map(\.pair)))
         for duck in ducks {
-            guard let target = duck.rule.target, let ducker = reading(duck.pair.ducker) else { continue }
+            guard let target = duck.rule.target, let ducker = reading(duck.pair.ducker) else {
+                // Not metered now (its meter starts afresh): nothing measured stands.
+                estimates[duck.pair] = nil
+                onsets[duck.pair] = nil
+                continue
+            }
             let onset = min(onsets[duck.pair] ?? ducker.blocksHeard, ducker.blocksHeard)
             onsets[duck.pair] = onset
             var estimate = Estimate()
@@ -70,7 +80,8 @@ struct LoudnessDucker {
                let loudness = ducked.loudness(ofLast: min(ducked.blocksHeard, Self.shortTermBlocks)) {
                 estimate.ducked = loudness + volume(duck.pair.ducked)
             }
-            if let heard = estimate.ducker, let bed = estimate.ducked {
+            // A ducker turned all the way down is heard by no one: its duck holds.
+            if let heard = estimate.ducker, heard.isFinite, let bed = estimate.ducked, bed.isFinite {
                 var wanted = min(0, max(duck.rule.floor, heard - target - bed))
                 if silent { wanted = max(wanted, duck.decibels) }
                 estimate.wanted = wanted

@@ -13,7 +13,9 @@ extension Router {
     /// timer while a loudness-targeted duck is in force, and not otherwise.
     func updateLoudnessDucking() {
         if loudness.setEnabled(meterLoudness || policy.state.ducking.usesLoudness) { publisher.needsPublish = true }
-        let inForce = loudness.enabled && !policy.state.loudnessTargetedDucks.isEmpty
+        let ducks = loudness.enabled ? policy.state.loudnessTargetedDucks : []
+        loudnessDucker.keep(only: Set(ducks.map(\.pair)))
+        let inForce = !ducks.isEmpty
         if inForce && loudnessDuckTimer == nil {
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now() + Self.loudnessDuckInterval, repeating: Self.loudnessDuckInterval, leeway: .milliseconds(10))

@@ -32,6 +32,9 @@ public final class Router: @unchecked Sendable {
         /// Meter every app's and route's loudness (EBU R 128, momentary and short-term: `/state`),
         /// on a thread of its own, off the process thread (session `loudness.meter`; off by default).
         public var meterLoudness = false
+        /// The session file's own ducking settings, before a state file was laid over them: the
+        /// target, floor and rules are saved only where they differ from these (nil: always).
+        public var fileDucking: DuckingSettings?
         /// How often the control thread collects retired plans and meters.
         public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
         /// Receives every notification of the policy, in order, on the control queue (the OSC
@@ -88,6 +91,8 @@ public final class Router: @unchecked Sendable {
     var loudness: LoudnessMeters
     /// Meter loudness even when no duck aims at a target (session `loudness.meter`).
     let meterLoudness: Bool
+    /// The session file's ducking settings (`Configuration.fileDucking`; a reload brings the new file's).
+    var fileDucking: DuckingSettings?
     /// The loop behind loudness-targeted ducks, and its 100 ms timer (running while one is in force).
     var loudnessDucker = LoudnessDucker()
     var loudnessDuckTimer: DispatchSourceTimer?
@@ -140,6 +145,7 @@ public final class Router: @unchecked Sendable {
                                                engineConfiguration.maxInputChannels + engineConfiguration.maxOutputChannels)
         engine = Engine(configuration: engineConfiguration, portBuffer: JackClient.portBuffer)
         meterLoudness = configuration.meterLoudness
+        fileDucking = configuration.fileDucking
         loudness = LoudnessMeters(enabled: configuration.meterLoudness || session.ducking.usesLoudness,
                                   maxInputChannels: engineConfiguration.maxInputChannels)
 
@@ -303,6 +309,7 @@ public final class Router: @unchecked Sendable {
     public func reload(from old: Session, to new: Session) -> [String] {
         queue.sync {
             guard !stopped else { return ["the router has stopped"] }
+            fileDucking = new.ducking
             return carryOut(SessionReload(from: old, to: new))
         }
     }
@@ -364,7 +371,7 @@ public final class Router: @unchecked Sendable {
 
     func savedState() -> SavedState {
         StateKeeper.savedState(policy.state, channels: Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a }),
-                               defaultChannelCount: defaultChannelCount)
+                               defaultChannelCount: defaultChannelCount, fileDucking: fileDucking)
     }
 
     /// The peak of every app's and route's channels since the previous call (OSC meters: no

@@ -35,15 +35,20 @@ struct StateKeeper {
     /// A save was taken some other way (a session manager's save): the pending one is answered.
     mutating func cancelPending() { pending = false }
 
-    /// What a restart should find, from the policy and each app's channel count.
-    static func savedState(_ state: PolicyState, channels: [String: Int], defaultChannelCount: Int) -> SavedState {
+    /// What a restart should find, from the policy and each app's channel count. The ducking
+    /// target, floor and rules are kept only where they differ from the session file's
+    /// (`fileDucking`): changed at run time (`/duck/...`). An edit of the file then counts at the
+    /// next start, as long as no run-time change of that setting stands over it.
+    static func savedState(_ state: PolicyState, channels: [String: Int], defaultChannelCount: Int,
+                           fileDucking: DuckingSettings? = nil) -> SavedState {
         // Slider positions to 6 decimals: 0.3, not 0.30000001192092896 (the policy keeps floats).
         func position(_ linear: Float) -> Double { (Double(Decibels.sliderPosition(linear: linear)) * 1e6).rounded() / 1e6 }
         return SavedState(
             silent: state.silentSwitch, selectedRoute: state.selectedRoute,
             ducking: .init(level: state.ducking.level, attack: state.ducking.attack, release: state.ducking.release,
-                           target: .init(state.ducking.target), floor: state.ducking.floor,
-                           rules: state.ducking.rules.map(SavedState.Ducking.Rule.init)),
+                           target: fileDucking?.target == state.ducking.target ? nil : .init(state.ducking.target),
+                           floor: fileDucking?.floor == state.ducking.floor ? nil : state.ducking.floor,
+                           rules: fileDucking?.rules == state.ducking.rules ? nil : state.ducking.rules.map(SavedState.Ducking.Rule.init)),
             routeVolumes: Dictionary(state.systemVolumes.map { ($0.route, position($0.volume)) }, uniquingKeysWith: { a, _ in a }),
             appVolumes: Dictionary(state.apps.map { ($0.name, position($0.volume)) }, uniquingKeysWith: { a, _ in a }),
             apps: state.apps.map { app in

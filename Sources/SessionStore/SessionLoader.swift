@@ -250,6 +250,14 @@ struct Validator {
                 let floor = rule["floor"].flatMap { number($0, "\(path).floor", in: DuckingSettings.floorRange, unit: "dB") }
                 let attack = rule["attack"].flatMap { number($0, "\(path).attack", in: 0...60000, unit: "milliseconds") }
                 let release = rule["release"].flatMap { number($0, "\(path).release", in: 0...60000, unit: "milliseconds") }
+                if let ducker, let ducked, ducker == ducked {
+                    fail("\(path).ducked", "an app does not duck itself")
+                    continue
+                }
+                if floor != nil && target == nil && rule["target"] == nil {
+                    fail("\(path).floor", "a floor bounds a loudness target; this rule has none")
+                    continue
+                }
                 if let ducker, let ducked, level != nil || target != nil {
                     ducking.rules.append(DuckingRule(ducker: ducker, ducked: ducked, route: route, level: level, target: target,
                                                      floor: floor, attack: attack, release: release))

@@ -181,6 +181,7 @@ struct Run: ParsableCommand {
 
         var configuration = Router.Configuration(session: restored, server: server)
         configuration.meterLoudness = restored.loudness.meter
+        configuration.fileDucking = loaded.ducking
         if let nsm {
             // The manager decides when to save: a change only makes the session dirty.
             configuration.onSave = { _ in

@@ -27,6 +27,7 @@ struct NamespaceTests {
             "/duck/level": [.float(-14)],
             "/duck/attack": [.float(100)],
             "/duck/release": [.float(500)],
+            "/duck/floor": [.float(-40)],
         ]
         func answer(_ path: String) -> [OSCArgument]? {
             asked.append(path)
@@ -53,7 +54,7 @@ struct NamespaceTests {
         #expect(Set(try #require(root.node(at: "/system")?.contents).keys) == ["volume", "gain", "silent", "interruption"])
         #expect(Set(try #require(root.node(at: "/system/interruption")?.contents).keys) == ["sources", "begin", "end"])
         #expect(Set(try #require(root.node(at: "/remote")?.contents).keys) == Set(RemoteCommand.allCases.map(\.rawValue) + ["nowPlaying"]))
-        #expect(Set(try #require(root.node(at: "/duck")?.contents).keys) == ["level", "attack", "release"])
+        #expect(Set(try #require(root.node(at: "/duck")?.contents).keys) == ["level", "attack", "release", "floor"])
         // Every node's FULL_PATH is where it is found.
         func check(_ node: OSCQueryNode) {
             #expect(root.node(at: node.fullPath) == node, "\(node.fullPath)")

@@ -107,19 +107,21 @@ struct LoudnessDuckingTests {
         /// Loudness heard over the last 3 s of a 3.3 s take: the voice, the bed at the speaker
         /// (the route, less the voice while nav is active: `voiceHeard`) and the headphones
         /// (where the voice does not play).
-        /// A take in which the router or the recorder missed a cycle (an xrun on this shared
-        /// machine) is taken again, 6 times at most, and the cleanest is heard: where the route
-        /// lacks a cycle the voice has, the difference is the voice, not the bed (a few cycles
-        /// in 3 s move the bed's loudness by tenths of a dB at most; most takes have none).
-        func hear(voiceHeard: Bool = true) -> (voice: Double, speakerBed: Double, phones: Double) {
+        /// A take in which the router or the recorder missed more than 4 cycles (xruns on this
+        /// shared machine) is taken again, 4 times at most, and the cleanest is heard: where the
+        /// route lacks a cycle the voice has, the difference is the voice, not the bed. One
+        /// missed cycle of 256 frames in 3 s leaves the voice 27 dB under itself there, which moves
+        /// a bed 15 LU under the voice by 0.1 dB; four, by 0.4 dB, within the tolerance.
+        /// `after`: seconds of each take left out before its last 3 s (a ramp still moving).
+        func hear(voiceHeard: Bool = true, after: Double = 0.3) -> (voice: Double, speakerBed: Double, phones: Double) {
             var best: (missed: Int, recording: Recording)?
-            for attempt in 1...6 {
+            for attempt in 1...4 {
                 let before = try? rig.xruns()
-                let recording = meter.record(seconds: 3.3)
+                let recording = meter.record(seconds: 3 + after)
                 let after = try? rig.xruns()
                 let missed = (before != nil && after != nil ? after! - before! : 1) + recording.gaps.count
                 if missed < (best?.missed ?? .max) { best = (missed, recording) }
-                if missed == 0 { break }
+                if missed <= 4 { break }
                 print("LoudnessDuckingTests: take \(attempt) had \(missed) cycles missed (router and recorder): taken again")
             }
             let recording = best!.recording
@@ -188,6 +190,37 @@ struct LoudnessDuckingTests {
         print("LoudnessDuckingTests, short-term loudness at the speaker (voice -23 LUFS):\n" + lines.joined(separator: "\n"))
     }
 
+    /// Regression: the loop's onsets outlived a duck when its timer stopped, so a second duck of the
+    /// same pair took the ducker's last 3 s (mostly silence before it spoke) at once, read the
+    /// voice 10-15 dB low and pushed the bed towards the floor before the voice had played 400 ms.
+    @Test("a second duck of the same pair, metering still on, starts at the rule's level and holds it for the voice's first 400 ms, as the first did")
+    func secondDuckStartsAfresh() throws {
+        let stage = try Stage()
+        defer { stage.close() }
+        let music = Self.scaled(Self.bed, to: -20)
+        stage.rig.source.setSignal(music[0], output: 0)
+        stage.rig.source.setSignal(music[1], output: 1)
+        try stage.send("/duck/target", [.float(15)])
+        for round in 1...2 {
+            try stage.send("/app/nav/activate")
+            let onset = Date()
+            // Until the voice has played 400 ms the duck is the level (-14 dB): every look at
+            // /state in the first 350 ms after the activation was answered says so.
+            var seen: [Double] = []
+            while Date().timeIntervalSince(onset) < 0.35 {
+                if let ducks = (try? stage.app("music"))?["ducking"] as? [[String: Any]], let gain = ducks.first?["gainDb"] as? Double,
+                   Date().timeIntervalSince(onset) < 0.35 {
+                    seen.append(gain)
+                }
+            }
+            #expect(!seen.isEmpty && seen.allSatisfy { $0 == -14 },
+                    "round \(round): the depths /state gave in the first 350 ms: \(Array(Set(seen)).sorted()) (\(seen.count) looks)")
+            try stage.settle("music", target: 15, since: onset)
+            try stage.send("/app/nav/deactivate")
+            try waitFor("music undducked") { (try? stage.app("music")["state"] as? String) == "active" }
+        }
+    }
+
     // MARK: Acceptance 3
 
     @Test("per-route depth at two routes at once (the DJ bed -6 dB on the headphones, 18 LU under the voice on the speaker); a volume set while ducked is where it comes back; the why in /state and /duckrouter/app")
@@ -238,7 +271,8 @@ struct LoudnessDuckingTests {
         try stage.send("/app/nav/deactivate")
         try waitFor("the bed to be undducked") { (try? stage.app("bed")["state"] as? String) == "active" }
         #expect(try stage.app("bed")["gainDb"] as? Double == -6)
-        let after = stage.hear(voiceHeard: false)
+        // The release (500 ms) has the first second to finish.
+        let after = stage.hear(voiceHeard: false, after: 1)
         #expect(abs(after.phones - (alone.phones - 6)) < 0.5 && abs(after.speakerBed - (alone.speakerBed - 6)) < 0.5,
                 "back at the volume set while ducked: \(after)")
     }

@@ -96,7 +96,9 @@ struct LoudnessMeteringTests {
                 if message.arguments.prefix(2) == [.string("route"), .string("speaker")] { speakerSeen = true }
             }
         }
-        #expect((30...50).contains(music.count), "about 10 readings of music a second: \(music.count) in 4.5 s")
+        // At most 10 a second (the cap), and they keep coming (how many a busy machine delivers in
+        // a window of wall-clock time is not the verdict).
+        #expect(music.count >= 10 && music.count <= 47, "readings of music in 4.5 s: \(music.count)")
         #expect(speakerSeen, "routes are in the bundles too")
         let last = try #require(music.last)
         #expect(abs(last.0 - -23) <= 0.2 && abs(last.1 - -23) <= 0.2, "music's last reading: \(last)")

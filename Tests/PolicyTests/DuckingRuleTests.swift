@@ -48,6 +48,9 @@ struct DuckingRuleTests {
         #expect(!effects.contains(.save), "the loop's depths are not settings")
         try policy.apply(.setLoudnessDucks([pair: -60]))
         #expect(policy.state.loudnessDucks[pair] == -30, "the floor")
+        // A floor raised while the duck holds lifts it at once.
+        try policy.apply(.setDuckingRules([DuckingRule(ducker: "nav", ducked: "music", target: 15, floor: -20)]))
+        #expect(abs((policy.gainDecibels("music") ?? 0) - -20) < 0.01)
         let up = try policy.apply(.setLoudnessDucks([pair: 0]))
         #expect(policy.state.loudnessDucks[pair] == 0, "never louder than not ducked")
         #expect(up.contains { if case .appGain(app: "music", _, _, 500) = $0 { true } else { false } }, "back up: at the release")
@@ -87,10 +90,13 @@ struct DuckingRuleTests {
             (.setDuckingRules([DuckingRule(ducker: "nav", ducked: "music", target: 15, floor: -200)]), .badArgument),
             (.setDuckingRules([DuckingRule(ducker: "nav", ducked: "music", route: "hdmi", level: -6)]), .unknownRoute),
             (.setDuckingRules([DuckingRule(ducker: "nav", ducked: "music")]), .badArgument),
+            (.setDuckingRules([DuckingRule(ducker: "nav", ducked: "nav", level: -6)]), .badArgument),
+            (.setDuckingRules([DuckingRule(ducker: "nav", ducked: "music", level: -6, floor: -30)]), .badArgument),
             (.setDuckingRule(DuckingRule(ducker: "music", ducked: "game", target: 15)), .badArgument),
             (.setDuckingRule(DuckingRule(ducker: "nav", ducked: "nav", level: -6)), .badArgument),
             (.setDuckingRule(DuckingRule(ducker: "nav", ducked: "music", route: "hdmi", target: 12)), .unknownRoute),
             (.removeDuckingRule(ducker: "nav", ducked: "music", route: nil), .general),
+            (.removeDuckingRule(ducker: "nav", ducked: "music", route: "hdmi"), .unknownRoute),
             (.setLoudnessDucks([DuckPair(ducker: "nav", ducked: "music", route: "speaker"): .nan]), .badArgument),
         ]
         for (event, code) in refused {

@@ -54,7 +54,7 @@ struct LoudnessDuckerTests {
         #expect(world.step(&loop, [Self.duck(floor: -30, now: 0)]) == [Self.pair: -30], "never deeper than the floor")
     }
 
-    @Test("volumes count: a voice turned down 6 dB, a bed turned up 6 dB, is a duck 12 dB deeper")
+    @Test("volumes count: a voice turned down 6 dB, a bed turned up 6 dB, is a duck 12 dB deeper; a voice turned all the way down moves nothing")
     func volumes() {
         var loop = LoudnessDucker()
         var world = World(voice: Self.reading(Array(repeating: -20, count: 10)), bed: Self.reading(Array(repeating: -20, count: 40)))
@@ -62,6 +62,8 @@ struct LoudnessDuckerTests {
         world.voice = Self.reading(Array(repeating: -20, count: 16), heard: 16)
         world.volumes = ["voice": -6, "bed": 6]
         #expect(world.step(&loop, [Self.duck()]) == [Self.pair: -27])
+        world.volumes = ["voice": -.infinity]
+        #expect(world.step(&loop, [Self.duck(now: -27)]).isEmpty, "not the floor: a muted voice holds its duck")
     }
 
     @Test("a silent ducker pushes no deeper, but lets the bed up; moves under 0.5 dB are left alone")
@@ -83,14 +85,19 @@ struct LoudnessDuckerTests {
         #expect(world.step(&loop, [Self.duck(now: -15.6)]) == [Self.pair: -14.7], "0.9 dB: moved")
     }
 
-    @Test("a pair no longer in force is forgotten: its next duck waits for the ducker's first 400 ms again")
+    @Test("a pair no longer in force is forgotten: its next duck waits for the ducker's first 400 ms again; a muted ducker holds the duck")
     func forgets() {
         var loop = LoudnessDucker()
         var world = World(voice: Self.reading(Array(repeating: -20, count: 10)), bed: Self.reading(Array(repeating: -20, count: 40)))
         _ = world.step(&loop, [Self.duck()])
         world.voice = Self.reading(Array(repeating: -20, count: 14))
         #expect(world.step(&loop, [Self.duck()]) == [Self.pair: -15])
-        #expect(world.step(&loop, []).isEmpty && loop.estimates.isEmpty)
-        #expect(world.step(&loop, [Self.duck()]).isEmpty, "a new onset")
+        // The duck ends; the router's timer stops with it, so the loop is not stepped again: the
+        // router tells it which pairs are in force on every change instead.
+        loop.keep(only: [])
+        #expect(loop.estimates.isEmpty)
+        #expect(world.step(&loop, [Self.duck()]).isEmpty, "a new onset: the voice's next 400 ms first")
+        world.voice = Self.reading(Array(repeating: -20, count: 18))
+        #expect(world.step(&loop, [Self.duck()]) == [Self.pair: -15])
     }
 }
