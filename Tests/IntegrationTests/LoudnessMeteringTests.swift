@@ -26,6 +26,8 @@ struct LoudnessMeteringTests {
     func ebuCasesThroughJack() throws {
         let rig = try OSCRig(osc: Self.meterOn)
         defer { rig.close() }
+        // The metering thread's first look (every 50 ms) may come after the rig is up.
+        try waitFor("music's first reading") { ((try? Self.loudness(rig, "apps", "music")) ?? nil) != nil }
         #expect(try Self.loudness(rig, "apps", "music")?.1 == -144, "music silent: -144")
         for level in [-23.0, -33.0] {
             let sine = Signals.sine(frequency: 1000, amplitude: Float(pow(10, level / 20)), sampleRate: 48000)
