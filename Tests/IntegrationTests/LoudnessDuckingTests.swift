@@ -107,22 +107,49 @@ struct LoudnessDuckingTests {
         /// Loudness heard over the last 3 s of a 3.3 s take: the voice, the bed at the speaker
         /// (the route, less the voice while nav is active: `voiceHeard`) and the headphones
         /// (where the voice does not play).
-        /// A take in which the router or the recorder missed more than 4 cycles (xruns on this
-        /// shared machine) is taken again, 4 times at most, and the cleanest is heard: where the
-        /// route lacks a cycle the voice has, the difference is the voice, not the bed. One
-        /// missed cycle of 256 frames in 3 s leaves the voice 27 dB under itself there, which moves
-        /// a bed 15 LU under the voice by 0.1 dB; four, by 0.4 dB, within the tolerance.
+        /// The router's xruns (as JACK reports them) and where its frame clock skipped
+        /// (`/state` engine `xruns`, `recentGaps`).
+        func routerMisses() -> (xruns: Int, gaps: [(firstFrame: UInt32, frames: UInt32)])? {
+            guard case let .string(json)? = try? rig.query("/state", transport: .tcp)?.arguments.last,
+                  let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+                  let engine = object["engine"] as? [String: Any], let xruns = engine["xruns"] as? Int,
+                  let gaps = engine["recentGaps"] as? [[Int]] else { return nil }
+            return (xruns, gaps.compactMap { $0.count == 2 ? (UInt32($0[0]), UInt32($0[1])) : nil })
+        }
+
+        /// Only what the router missed and the recording client did not can spoil a take: there
+        /// the route lacks a cycle the voice has, and the difference is the voice, not the bed.
+        /// A cycle the recorder missed is missing from every channel it records alike, and one
+        /// the whole graph skipped from all of them. So a take is taken again (4 times at most,
+        /// the cleanest heard) when JACK reported xruns during it (they cannot be located: a late
+        /// router's output) or the router's frame clock skipped where the recorder's did not,
+        /// more than 2 cycles in all: one such cycle of 256 frames in 3 s leaves the voice 27 dB
+        /// under itself there, which moves a bed 15 LU under the voice by about 0.1 dB.
         /// `after`: seconds of each take left out before its last 3 s (a ramp still moving).
-        func hear(voiceHeard: Bool = true, after: Double = 0.3) -> (voice: Double, speakerBed: Double, phones: Double) {
-            var best: (missed: Int, recording: Recording)?
+        /// `settled`: a loudness-targeted duck (app, target) that must be back near its target
+        /// (the router's own measure) before each take after the first: a storm of missed cycles
+        /// on this VM moves the loop too.
+        func hear(voiceHeard: Bool = true, after: Double = 0.3, settled: (String, Double)? = nil) throws
+            -> (voice: Double, speakerBed: Double, phones: Double) {
+            var best: (spoiled: Int, recording: Recording)?
+            let period = meter.client.bufferSize
             for attempt in 1...4 {
-                let before = try? rig.xruns()
+                if attempt > 1, let (app, target) = settled { try settle(app, target: target, since: .distantPast) }
+                let before = routerMisses()
                 let recording = meter.record(seconds: 3 + after)
-                let after = try? rig.xruns()
-                let missed = (before != nil && after != nil ? after! - before! : 1) + recording.gaps.count
-                if missed < (best?.missed ?? .max) { best = (missed, recording) }
-                if missed <= 4 { break }
-                print("LoudnessDuckingTests: take \(attempt) had \(missed) cycles missed (router and recorder): taken again")
+                let past = routerMisses()
+                var spoiled = 1_000
+                if let before, let past {
+                    let own = recording.missedStretches
+                    let routerOnly = past.gaps.filter { gap in
+                        !before.gaps.contains { $0 == gap } && !own.contains { $0 == gap }
+                            && (recording.index(ofFrame: gap.firstFrame).map { $0 + Int(gap.frames) > 0 && $0 < recording.channels[0].count } ?? false)
+                    }
+                    spoiled = (past.xruns - before.xruns) + routerOnly.reduce(0) { $0 + (Int($1.frames) + period - 1) / period }
+                }
+                if spoiled < (best?.spoiled ?? .max) { best = (spoiled, recording) }
+                if spoiled <= 2 { break }
+                print("LoudnessDuckingTests: take \(attempt) had \(spoiled) cycles the router missed or was late for: taken again")
             }
             let recording = best!.recording
             let take = recording.channels
@@ -169,13 +196,13 @@ struct LoudnessDuckingTests {
             let onset = Date()
             try stage.send("/app/nav/activate")
             try stage.settle("music", target: 15, since: onset)
-            let targeted = stage.hear()
+            let targeted = try stage.hear(settled: ("music", 15))
             try stage.send("/app/nav/deactivate")
 
             try stage.send("/duck/target", [.string("off")])
             try stage.send("/duck/level", [.float(-14)])
             try stage.send("/app/nav/activate")
-            let fixed = stage.hear()
+            let fixed = try stage.hear()
             try stage.send("/app/nav/deactivate")
 
             let differences = (targeted.voice - targeted.speakerBed, fixed.voice - fixed.speakerBed)
@@ -215,6 +242,8 @@ struct LoudnessDuckingTests {
             }
             #expect(!seen.isEmpty && seen.allSatisfy { $0 == -14 },
                     "round \(round): the depths /state gave in the first 350 ms: \(Array(Set(seen)).sorted()) (\(seen.count) looks)")
+            guard round == 1 else { break }
+            // The first duck runs its course (the loop moves it), then ends.
             try stage.settle("music", target: 15, since: onset)
             try stage.send("/app/nav/deactivate")
             try waitFor("music undducked") { (try? stage.app("music")["state"] as? String) == "active" }
@@ -232,7 +261,7 @@ struct LoudnessDuckingTests {
         let bed = Self.scaled(Self.bed, to: -18)
         stage.rig.source.setSignal(bed[0], output: 5)
         stage.rig.source.setSignal(bed[1], output: 6)
-        let alone = stage.hear(voiceHeard: false)
+        let alone = try stage.hear(voiceHeard: false)
         #expect(abs(alone.phones - -18) < 0.5 && abs(alone.speakerBed - -18) < 0.5, "the bed alone on both routes: \(alone)")
 
         try stage.send("/duck/rule", [.string("nav"), .string("bed"), .string("headphones"), .string("level"), .float(-6)])
@@ -243,7 +272,7 @@ struct LoudnessDuckingTests {
         let onset = Date()
         try stage.send("/app/nav/activate")
         try stage.settle("bed", target: 18, since: onset)
-        let ducked = stage.hear()
+        let ducked = try stage.hear(settled: ("bed", 18))
         print("LoudnessDuckingTests, per route: bed alone \(Self.round(alone.phones)) LUFS; ducked: headphones \(Self.round(ducked.phones)) LUFS,"
               + " speaker \(Self.round(ducked.voice - ducked.speakerBed)) LU under the voice")
         #expect(abs(ducked.phones - (alone.phones - 6)) < 0.5, "headphones: the bed 6 dB down: \(ducked.phones) LUFS")
@@ -272,7 +301,7 @@ struct LoudnessDuckingTests {
         try waitFor("the bed to be undducked") { (try? stage.app("bed")["state"] as? String) == "active" }
         #expect(try stage.app("bed")["gainDb"] as? Double == -6)
         // The release (500 ms) has the first second to finish.
-        let after = stage.hear(voiceHeard: false, after: 1)
+        let after = try stage.hear(voiceHeard: false, after: 1)
         #expect(abs(after.phones - (alone.phones - 6)) < 0.5 && abs(after.speakerBed - (alone.speakerBed - 6)) < 0.5,
                 "back at the volume set while ducked: \(after)")
     }
