@@ -70,15 +70,22 @@ struct Mix {
 
     init(of state: PolicyState) {
         let duckers = state.duckers
+        let current = state.currentRoute
         for app in state.apps {
             // A signal-activated app is heard before it is active (its first syllable must not be
             // lost), whenever it could be activated now.
             let listening = state.isListening(app)
-            let routes = state.routes(of: app)
-            let main = routes.first { $0 == state.currentRoute } ?? routes.first
+            let heard = app.isActive || listening
+            // Only a multiRoute app plays to several routes; every other plays to the current one
+            // (worked out once: this runs for every app at every event, hundreds on a big rig).
+            let multi = app.configuration.category == .multiRoute
+            let routes = multi ? state.routes(of: app) : []
+            let main = multi ? (routes.first { $0 == current } ?? routes.first) : current
             var ducks: [String: RouteDuck] = [:]
-            if app.isActive || listening {
-                for route in routes.isEmpty ? [nil] : routes.map(Optional.some) {
+            // The deepest duck, the first in session route order on a tie.
+            var deepest: RouteDuck?
+            if heard && !duckers.isEmpty {
+                func duck(on route: String?) -> RouteDuck? {
                     var deepest: RouteDuck?
                     for ducker in duckers where ducker.name != app.name {
                         let rule = state.ducking.rule(ducker: ducker.name, ducked: app.name, route: route)
@@ -90,18 +97,22 @@ struct Mix {
                         let factor = Decibels.linear(Float(decibels))
                         if factor < (deepest?.factor ?? 1) { deepest = RouteDuck(factor: factor, rule: rule) }
                     }
-                    if let deepest { ducks[route ?? ""] = deepest }
+                    return deepest
+                }
+                if multi && !routes.isEmpty {
+                    for route in routes {
+                        guard let found = duck(on: route) else { continue }
+                        ducks[route] = found
+                        if found.factor < (deepest?.factor ?? .infinity) { deepest = found }
+                    }
+                } else if let found = duck(on: main) {
+                    ducks[main ?? ""] = found
+                    deepest = found
                 }
             }
-            // The deepest duck, the first in session route order on a tie (a dictionary's order
-            // would pick another from run to run).
-            var deepest: RouteDuck?
-            for key in (routes.isEmpty ? [""] : routes) {
-                if let duck = ducks[key], duck.factor < (deepest?.factor ?? .infinity) { deepest = duck }
-            }
             let duck = deepest?.factor ?? 1
-            let silenced = (app.isActive || listening) && state.silentSwitch && app.configuration.category.obeysSilentSwitch
-            let audible = (app.isActive || listening) && !silenced
+            let silenced = heard && state.silentSwitch && app.configuration.category.obeysSilentSwitch
+            let audible = heard && !silenced
             let mixState: AppAudioState = switch app.activity {
             case .interrupted: .interrupted
             case .inactive: listening ? (silenced ? .silenced : .listening) : .inactive
@@ -109,7 +120,7 @@ struct Mix {
             }
             let gain = audible ? app.volume * (ducks[main ?? ""]?.factor ?? 1) : 0
             var routeGains: [String: Float] = [:]
-            if audible {
+            if audible && multi && !ducks.isEmpty {
                 for route in routes where route != main {
                     let routeGain = app.volume * (ducks[route]?.factor ?? 1)
                     if routeGain != gain { routeGains[route] = routeGain }
