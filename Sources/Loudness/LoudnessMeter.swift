@@ -124,7 +124,14 @@ public final class LoudnessMeter {
     /// BS.1770's loudness of the mean square of the last `blocks` blocks.
     private func loudness(ofLast blocks: Int) -> Double? {
         guard heard >= blocks else { return nil }
-        let mean = energies.suffix(blocks).reduce(0, +) / Double(blocks)
+        return Self.loudness(ofLast: blocks, of: energies)
+    }
+
+    /// BS.1770's loudness (LUFS) of the mean of the last `count` block mean squares of `blocks`;
+    /// nil when there are fewer, or they are silence.
+    static func loudness(ofLast count: Int, of blocks: [Double]) -> Double? {
+        guard count > 0, count <= blocks.count else { return nil }
+        let mean = blocks.suffix(count).reduce(0, +) / Double(count)
         guard mean > 0 else { return nil }
         let value = -0.691 + 10 * log10(mean)
         return value.isFinite ? value : nil

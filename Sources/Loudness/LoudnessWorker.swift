@@ -52,13 +52,7 @@ public final class LoudnessWorker: @unchecked Sendable {
 
         /// BS.1770 loudness of the last `count` blocks (LUFS); nil when fewer were heard, or
         /// they were silence.
-        public func loudness(ofLast count: Int) -> Double? {
-            guard count > 0, count <= blocks.count else { return nil }
-            let mean = blocks.suffix(count).reduce(0, +) / Double(count)
-            guard mean > 0 else { return nil }
-            let value = -0.691 + 10 * log10(mean)
-            return value.isFinite ? value : nil
-        }
+        public func loudness(ofLast count: Int) -> Double? { LoudnessMeter.loudness(ofLast: count, of: blocks) }
     }
 
     public let sampleRate: Int

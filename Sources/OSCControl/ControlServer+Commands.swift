@@ -201,8 +201,8 @@ extension ControlServer {
         case .duckFloor: return [.float(Float(state.ducking.floor))]
         case let .duckRule(ducker, ducked, route):
             if let route, state.systemVolume(route) == nil { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
-            guard let rule = state.ducking.rules.last(where: { $0.ducker == ducker && $0.ducked == ducked && $0.route == route }) else {
-                throw PolicyError(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")
+            guard let rule = state.ducking.storedRule(ducker: ducker, ducked: ducked, route: route) else {
+                throw PolicyError.noDuckingRule(ducker: ducker, ducked: ducked, route: route)
             }
             return Self.ruleArguments(rule)
         case .selectedRoute: return [.string(state.currentRoute ?? "")]

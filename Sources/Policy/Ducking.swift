@@ -32,6 +32,11 @@ public struct DuckingRule: Equatable, Sendable {
         self.release = release
     }
 
+    /// Whether this is the rule for exactly that pair and route (nil: every route).
+    public func matches(ducker: String, ducked: String, route: String?) -> Bool {
+        self.ducker == ducker && self.ducked == ducked && self.route == route
+    }
+
     /// Why the rule cannot be used, or nil. `routes`: the session's routes.
     public func problem(routes: [String]) -> PolicyError? {
         let name = "ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? "")"
@@ -93,13 +98,19 @@ public struct DuckingSettings: Equatable, Sendable {
         self.rules = rules
     }
 
+    /// The rule stored for exactly that pair and route (nil: the one for every route), the last
+    /// if several were given; nil when there is none.
+    public func storedRule(ducker: String, ducked: String, route: String?) -> DuckingRule? {
+        rules.last { $0.matches(ducker: ducker, ducked: ducked, route: route) }
+    }
+
     /// The rule for `ducker` lowering `ducked` on `route`: the pair's rule for that route, else
     /// the pair's rule for every route, else the session-wide settings; what a rule leaves out
     /// comes from the session-wide settings (a rule with only a target starts at the session's
     /// level; one with only a level has no target).
     public func rule(ducker: String, ducked: String, route: String?) -> AppliedDuckingRule {
-        let own = rules.last { $0.ducker == ducker && $0.ducked == ducked && $0.route != nil && $0.route == route }
-        let pair = own ?? rules.last { $0.ducker == ducker && $0.ducked == ducked && $0.route == nil }
+        let own = route == nil ? nil : storedRule(ducker: ducker, ducked: ducked, route: route)
+        let pair = own ?? storedRule(ducker: ducker, ducked: ducked, route: nil)
         let scope: AppliedDuckingRule.Scope = own != nil ? .route : (pair != nil ? .pair : .session)
         return AppliedDuckingRule(ducker: ducker, scope: scope, route: route,
                                   level: pair?.level ?? level,

@@ -261,7 +261,7 @@ private struct Transition {
                 throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): '\(rule.ducker)' does not duck others (its category has no duckOthers option), so the rule would never apply")
             }
             var rules = state.ducking.rules
-            if let index = rules.lastIndex(where: { $0.ducker == rule.ducker && $0.ducked == rule.ducked && $0.route == rule.route }) {
+            if let index = rules.lastIndex(where: { $0.matches(ducker: rule.ducker, ducked: rule.ducked, route: rule.route) }) {
                 rules[index] = rule
             } else {
                 rules.append(rule)
@@ -271,10 +271,8 @@ private struct Transition {
             save = true
         case let .removeDuckingRule(ducker, ducked, route):
             if let route { try checkRoute(route) }
-            let rules = state.ducking.rules.filter { !($0.ducker == ducker && $0.ducked == ducked && $0.route == route) }
-            guard rules.count < state.ducking.rules.count else {
-                throw PolicyError(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")
-            }
+            let rules = state.ducking.rules.filter { !$0.matches(ducker: ducker, ducked: ducked, route: route) }
+            guard rules.count < state.ducking.rules.count else { throw .noDuckingRule(ducker: ducker, ducked: ducked, route: route) }
             state.ducking.rules = rules
             save = true
         case let .setLoudnessDucks(depths):

@@ -26,4 +26,8 @@ public struct PolicyError: Error, Equatable, Sendable, CustomStringConvertible {
 
     static func unknownApp(_ name: String) -> PolicyError { .init(.unknownApp, "no app named '\(name)'") }
     static func unknownRoute(_ name: String) -> PolicyError { .init(.unknownRoute, "no route named '\(name)'") }
+    /// `/duck/rule` asked for, or to remove, a rule that is not there.
+    public static func noDuckingRule(ducker: String, ducked: String, route: String?) -> PolicyError {
+        .init(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")
+    }
 }
