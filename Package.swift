@@ -98,14 +98,20 @@ let package = Package(
             "OSCTransport", "SessionStore", .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // The version both executables and the Debian package give (the Makefile reads it).
+        .target(name: "BuildInfo"),
+        // Readiness, reloads and status told to systemd (sd_notify's datagram, no libsystemd).
+        .target(name: "ServiceNotify"),
+
         .executableTarget(name: "duckrouter", dependencies: [
             "RouterCore", "SessionStore", "JackHost", "OSCControl", "HTTPControl", "Zeroconf", "RemoteRoutes",
+            "BuildInfo", "ServiceNotify",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // A command-line OSC client for people: duckctl state, duckctl activate nav, duckctl watch.
         .executableTarget(name: "duckctl", dependencies: [
-            "OSCTransport",
+            "OSCTransport", "BuildInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "duckbench", dependencies: [
@@ -158,6 +164,7 @@ let package = Package(
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport", "Loudness",
+            "BuildInfo",
         ], exclude: ["Resources"]),
     ]
 )

@@ -284,9 +284,8 @@ extension Session {
     }
 }
 
-/// The state file: read at start, written atomically (a temporary file, fsync, rename, fsync of
-/// the folder), so that a crash or `kill -9` at any moment leaves the previous file or the new
-/// one, never a torn one.
+/// The state file: read at start, written atomically (`AtomicFile`), so that a crash or `kill -9`
+/// at any moment leaves the previous file or the new one, never a torn one.
 public struct StateFile: Sendable {
     public let path: String
 
@@ -346,31 +345,10 @@ public struct StateFile: Sendable {
         } catch {
             throw .unreadable("cannot encode the state: \(error)")
         }
-        let url = URL(fileURLWithPath: path)
-        let folder = url.deletingLastPathComponent().path
-        let temporary = url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + ".tmp").path
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .unreadable("\(temporary): cannot write: \(String(cString: strerror(errno)))") }
-        var ok = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                offset += n
-            }
-            return true
-        }
-        ok = ok && fsync(fd) == 0
-        close(fd)
-        guard ok, rename(temporary, path) == 0 else {
-            let text = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .unreadable("\(path): cannot save: \(text)")
-        }
-        let folderFD = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folderFD >= 0 {
-            fsync(folderFD)
-            close(folderFD)
+        do {
+            _ = try AtomicFile.write(data, to: path, replacing: true)
+        } catch {
+            throw .unreadable(error.description)
         }
     }
 }

@@ -81,6 +81,75 @@ struct DaemonTests {
         }
     }
 
+    @Test("--wait-for-server: a server not there yet is waited for (said once), the router starts when it comes; SIGTERM while waiting exits with 0")
+    func waitsForServer() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        server.kill9()
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-wait-\(getpid())-\(UUID().uuidString).log")
+        let state = log.deletingPathExtension().appendingPathExtension("state.json")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: log); try? FileManager.default.removeItem(at: state) }
+        func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        let waiting = "waiting for the JACK server '\(server.name)' to start (--wait-for-server)"
+
+        // Stopped while it waits: a clean exit, nothing half-started.
+        let early = try launchDaemon(["--server", server.name, "--wait-for-server", "--state", state.path, "Sessions/default.json"], log: log)
+        try waitFor("the waiting notice", timeout: 10) { text().contains(waiting) || !early.isRunning }
+        #expect(early.isRunning, "\(text())")
+        kill(early.processIdentifier, SIGTERM)
+        try waitFor("duckrouter to stop", timeout: 10) { !early.isRunning }
+        #expect(early.terminationStatus == 0, "\(text())")
+        #expect(text().contains("stopped while waiting for the JACK server"), "\(text())")
+
+        // Waiting, then the server comes: the router starts and answers.
+        try "".write(to: log, atomically: true, encoding: .utf8)
+        let port = try OSCPorts.free()
+        let daemon = try launchDaemon(["--server", server.name, "--wait-for-server", "--osc-port", "\(port)", "--state", state.path,
+                                       "Sessions/default.json"], log: log)
+        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        try waitFor("the waiting notice", timeout: 10) { text().contains(waiting) || !daemon.isRunning }
+        #expect(text().components(separatedBy: waiting).count == 2, "said once: \(text())")
+        try server.restart()
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))
+        // The pause between tries grows to 5 s: the router is up within about that of the server.
+        try waitForDaemon(daemon, port: port, log: text(), "OSC to answer once the server is there", timeout: 20) {
+            (try? ask(client, OSCMessage("/state"))) != nil
+        }
+        #expect(text().contains("the JACK server is there: starting"), "\(text())")
+        #expect(text().components(separatedBy: waiting).count == 2, "said once: \(text())")
+        kill(daemon.processIdentifier, SIGTERM)
+        try waitFor("duckrouter to stop", timeout: 10) { !daemon.isRunning }
+        #expect(daemon.terminationStatus == 0, "\(text())")
+    }
+
+    @Test("--create-from: a missing session file is made from the template (folders too); an existing one is never touched; an unreadable template is exit 2")
+    func createFrom() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-create-\(getpid())-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let session = folder.appendingPathComponent("config/duckrouter/session.json")
+        let template = try Data(contentsOf: Self.repository.appendingPathComponent("Sessions/default.json"))
+
+        // No server: the run ends with 1, but only after the file was made.
+        let (status, stderr) = try Run(["--server", "duckrouter-test-nosuchserver", "--create-from", "Sessions/default.json", session.path]).finish()
+        #expect(status == 1, "\(stderr)")
+        #expect(stderr.contains("created the session file from a template"), "\(stderr)")
+        #expect(try Data(contentsOf: session) == template)
+
+        // A person's file stays as it is, whatever the template says.
+        let edited = Data("{\"client\": \"edited\"}\n".utf8)
+        try edited.write(to: session)
+        let again = try Run(["--server", "duckrouter-test-nosuchserver", "--create-from", "Sessions/car.json", session.path]).finish()
+        #expect(again.status == 1 && !again.stderr.contains("created the session file"), "\(again.stderr)")
+        #expect(try Data(contentsOf: session) == edited)
+
+        let other = folder.appendingPathComponent("other.json")
+        let missing = try Run(["--server", "duckrouter-test-nosuchserver", "--create-from", folder.appendingPathComponent("nope.json").path, other.path]).finish()
+        #expect(missing.status == 2, "\(missing.stderr)")
+        #expect(missing.stderr.hasPrefix("duckrouter: cannot create \(other.path): the template \(folder.path)/nope.json cannot be read"), "\(missing.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: other.path))
+    }
+
     @Test("an invalid session: file and field named, exit code 2, file untouched")
     func invalidSession() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-bad-\(getpid()).json")
