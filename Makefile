@@ -10,9 +10,27 @@ DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipe
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 # The control page's tests drive a real browser; the zeroconf test runs its own avahi daemon
 # (on a private D-Bus, in a network namespace of its own) and browses with avahi-browse.
-TEST_PACKAGES   := chromium chromium-driver avahi-daemon avahi-utils dbus iproute2
+TEST_PACKAGES   := chromium chromium-driver avahi-daemon avahi-utils dbus iproute2 zsh fish man-db
+# The Debian package: dpkg-shlibdeps finds its dependencies; deb-test installs it into a Debian 12
+# root made by debootstrap.
+DEB_PACKAGES    := dpkg-dev fakeroot debootstrap
 
-.PHONY: all deps build release run test test-pipewire tsan bench fuzz soak clean
+## Where `make install` puts things (DESTDIR for staging, as usual). A home install:
+## make install PREFIX=$$HOME/.local USERUNITDIR=$$HOME/.config/systemd/user
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+DOCDIR      ?= $(DATADIR)/doc/duckrouter
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR  ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+export SWIFT PREFIX BINDIR DATADIR MANDIR DOCDIR USERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR DESTDIR
+# The one version (Sources/BuildInfo/Version.swift): the binaries' --version and the package's.
+VERSION := $(shell sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildInfo/Version.swift)
+
+.PHONY: all deps build release run test test-pipewire tsan bench fuzz soak clean dist install uninstall deb deb-test print-version
 
 all: build
 
@@ -35,6 +53,7 @@ test: deps
 	@scripts/install-deps.sh $(TEST_PACKAGES)
 	@scripts/install-python-deps.sh
 	$(SWIFT) build --build-tests
+	$(SWIFT) build --product generate-manual
 	scripts/with-timeout.sh $(TEST_TIMEOUT) "make test's jackd pass" $(SWIFT) test --skip-build --no-parallel
 	scripts/with-timeout.sh $(TEST_TIMEOUT) "make test's PipeWire pass" scripts/test-pipewire.sh
 
@@ -69,5 +88,30 @@ soak: deps
 fuzz: deps
 	scripts/fuzz.sh
 
+## An installed program (issue 20): release binaries with the Swift runtime linked in (they run
+## where no Swift is installed), man pages and shell completions, in .build-dist.
+dist: deps
+	scripts/dist.sh build
+
+## Copies what dist built under $(DESTDIR)$(PREFIX): `make dist && sudo make install`.
+install: dist
+	scripts/dist.sh install
+
+uninstall:
+	scripts/dist.sh uninstall
+
+## duckrouter_$(VERSION)_<arch>.deb in .build-dist.
+deb: dist
+	@scripts/install-deps.sh $(DEB_PACKAGES)
+	scripts/make-deb.sh
+
+## Installs the .deb into a clean Debian 12 root (debootstrap; needs root and the network the
+## first time), runs it there with no Swift anywhere, and removes it, checking nothing is left.
+deb-test: deb
+	scripts/deb-test.sh
+
+print-version:
+	@echo $(VERSION)
+
 clean:
-	rm -rf .build .build-fuzz .build-tsan
+	rm -rf .build .build-fuzz .build-tsan .build-dist

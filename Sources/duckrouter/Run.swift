@@ -28,12 +28,10 @@ struct Run: ParsableCommand {
             (<route>_out_<n>) as the session file declares them, connects them, and mixes in JACK's \
             process thread. Stop it with Ctrl-C (SIGINT) or SIGTERM; SIGHUP re-reads the session file \
             and applies its edits while it runs. Run-time changes are kept in a state file beside \
-            the session (x.json: x.state.json) and restored at the next start.
-
+            the session (x.json: x.state.json) and restored at the next start. \
             Environment: JACK_DEFAULT_SERVER, the JACK server to join; NSM_URL, run under the New \
             Session Manager; DUCKROUTER_UI, the control page's folder; NOTIFY_SOCKET, set by \
-            systemd, which is told when the router is ready, reloading and stopping.
-
+            systemd, which is told when the router is ready, reloading and stopping. \
             Exit codes: 0 after a clean stop; 1 when no JACK server runs at start (unless \
             --wait-for-server) or the OSC port, or an HTTP port that was asked for, cannot be \
             opened; 2 when the session file (or the --create-from template) is invalid or \

@@ -1,0 +1,108 @@
+#!/bin/bash
+# The part of scripts/deb-test.sh that runs inside the clean Debian 12 root (as root, chrooted).
+#   deb-test-inside.sh VERSION OSC_PORT HTTP_PORT
+set -euo pipefail
+# The root was unpacked by root from a tarball: apt fetches as root, not as _apt.
+echo "APT::Sandbox::User \"root\";" > /etc/apt/apt.conf.d/99deb-test
+version=$1 osc_port=$2 http_port=$3
+step() { echo "== $*" >&2; }
+fail() { echo "deb-test: FAILED: $*" >&2; exit 1; }
+
+# Every path of the root but the ones dpkg, apt and programs change as they run.
+snapshot() {
+    find / -xdev \( -path /proc -o -path /dev -o -path /sys -o -path /tmp -o -path /run -o -path /root \
+        -o -path /var/lib/dpkg -o -path /var/lib/apt -o -path /var/cache -o -path /var/log \
+        -o -path /var/lib/systemd -o -path /var/lib/ucf \) -prune -o -print | sort
+}
+
+step "apt-get update"
+apt-get update -qq
+snapshot > /tmp/before.txt
+
+step "no Swift toolchain here"
+if command -v swift >/dev/null || command -v swiftc >/dev/null || [ -e /opt/swift ] || \
+   find / -xdev -name 'libswiftCore.so*' -print -quit 2>/dev/null | grep -q .; then
+    fail "a Swift toolchain or runtime is in the root"
+fi
+
+step "dpkg -i (its dependencies are missing: dpkg leaves it unconfigured)"
+dpkg -i /tmp/duckrouter.deb >/tmp/dpkg-i.log 2>&1 || true
+step "apt-get -f install"
+apt-get -f install -y -qq --no-install-recommends >/tmp/apt-f.log 2>&1 || { cat /tmp/apt-f.log >&2; fail "apt-get -f install"; }
+dpkg-query -W -f='${Status}' duckrouter | grep -q "install ok installed" || fail "duckrouter is not installed: $(dpkg-query -W -f='${Status}' duckrouter)"
+dpkg -L duckrouter > /tmp/files.txt
+
+step "the binaries load no Swift library"
+for binary in /usr/bin/duckrouter /usr/bin/duckctl; do
+    ldd "$binary" > /tmp/ldd.txt || fail "ldd $binary"
+    if grep -i -E 'swift|not found' /tmp/ldd.txt; then fail "$binary needs what is not here"; fi
+done
+
+step "--version"
+[ "$(duckrouter --version)" = "$version" ] || fail "duckrouter --version: $(duckrouter --version)"
+[ "$(duckctl --version)" = "$version" ] || fail "duckctl --version: $(duckctl --version)"
+
+step "duckrouter check /usr/share/duckrouter/sessions/default.json"
+duckrouter check /usr/share/duckrouter/sessions/default.json
+for session in /usr/share/duckrouter/sessions/*.json; do
+    case $session in */schema.json) continue ;; esac
+    duckrouter check "$session" >/dev/null || fail "duckrouter check $session"
+done
+
+step "duckctl --help"
+duckctl --help > /tmp/help.txt
+grep -q "USAGE: duckctl" /tmp/help.txt || fail "duckctl --help: $(cat /tmp/help.txt)"
+grep -q "^ExecStart=/usr/bin/duckrouter run --wait-for-server --create-from /usr/share/duckrouter/sessions/default.json" \
+    /usr/lib/systemd/user/duckrouter.service || fail "the unit's ExecStart"
+
+step "the router runs: jackd (installed for the test) with the dummy driver, duckctl status, the control page"
+apt-get install -y -qq --no-install-recommends jackd2 >/tmp/apt-jackd.log 2>&1 || { cat /tmp/apt-jackd.log >&2; fail "installing jackd2"; }
+export JACK_NO_AUDIO_RESERVATION=1
+jackd -n debtest -d dummy -r 48000 -p 256 >/tmp/jackd.log 2>&1 &
+jackd_pid=$!
+home=/tmp/home
+mkdir -p "$home"
+# The default session with the test's ports, made by the router itself from a template, as the
+# systemd unit does.
+sed -e "s/^  \"client\": \"duckrouter\",/  \"client\": \"duckrouter\", \"osc\": {\"port\": $osc_port}, \"http\": {\"port\": $http_port},/" \
+    /usr/share/duckrouter/sessions/default.json > /tmp/template.json
+grep -q "\"port\": $osc_port" /tmp/template.json || fail "could not set the test's ports in the template"
+HOME=$home duckrouter run --server debtest --wait-for-server --create-from /tmp/template.json \
+    "$home/.config/duckrouter/session.json" >/tmp/router.log 2>&1 &
+router_pid=$!
+answered=false
+for _ in $(seq 100); do
+    if duckctl --port "$osc_port" --timeout 0.5 status >/tmp/status.txt 2>/tmp/status.err; then answered=true; break; fi
+    kill -0 "$router_pid" 2>/dev/null || break
+    sleep 0.2
+done
+$answered || { cat /tmp/router.log /tmp/status.err /tmp/jackd.log >&2; fail "the router did not answer duckctl status"; }
+cat /tmp/status.txt >&2
+grep -q "duckrouter on JACK server 'debtest': connected" /tmp/status.txt || fail "status header"
+grep -q "^ │  \*  speaker" /tmp/status.txt || fail "status: the speaker route"
+grep -q "^ │     music  playback  active" /tmp/status.txt || fail "status: music"
+[ -f "$home/.config/duckrouter/session.json" ] || fail "the session file was not made from the template"
+# The control page, from /usr/share/duckrouter/ui (bash's /dev/tcp: no curl in minbase).
+exec 3<>"/dev/tcp/127.0.0.1/$http_port"
+printf 'GET /ui/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+page=$(cat <&3)
+exec 3<&-
+grep -q "^HTTP/1.1 200" <<<"$page" || fail "GET /ui/: $(head -1 <<<"$page")"
+grep -q "<html" <<<"$page" || fail "GET /ui/ is not the page"
+kill -TERM "$router_pid"
+wait "$router_pid" || fail "the router's exit status on SIGTERM: $?"
+kill -TERM "$jackd_pid"; wait "$jackd_pid" || true
+
+step "dpkg -r duckrouter, then jackd2 and every dependency purged again"
+dpkg -r duckrouter >/tmp/dpkg-r.log 2>&1 || { cat /tmp/dpkg-r.log >&2; fail "dpkg -r"; }
+while read -r path; do
+    if [ -f "$path" ] || [ -L "$path" ]; then fail "$path is still there after dpkg -r"; fi
+done < /tmp/files.txt
+apt-get purge -y -qq jackd2 >/dev/null 2>&1
+apt-get autoremove --purge -y -qq >/dev/null 2>&1
+snapshot > /tmp/after.txt
+if ! diff /tmp/before.txt /tmp/after.txt >/tmp/left.txt; then
+    cat /tmp/left.txt >&2
+    fail "the root differs from before the install (< before, > after)"
+fi
+echo "deb-test: $(wc -l < /tmp/files.txt) paths installed, all removed; the root is as it was" >&2

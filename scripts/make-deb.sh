@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Makes duckrouter_<version>_<arch>.deb from what `make dist` built (issue 20): the binaries with
+# the Swift runtime linked in, so the package needs no Swift toolchain, and dependencies found by
+# dpkg-shlibdeps from the libraries the binaries really load.
+#   scripts/make-deb.sh [OUTPUT_FOLDER]   (default: .build-dist; prints the package's path last)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${DIST_BUILD:=.build-dist}"
+output=${1:-$DIST_BUILD}
+version=$(cat "$DIST_BUILD/extras/version" 2>/dev/null || true)
+if [ -z "$version" ] || [ ! -x "$DIST_BUILD/release/duckrouter" ]; then
+    echo "make-deb.sh: nothing built in $DIST_BUILD yet: run 'make dist' first" >&2
+    exit 1
+fi
+source_version=$(sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildInfo/Version.swift)
+if [ "$version" != "$source_version" ]; then
+    echo "make-deb.sh: $DIST_BUILD holds $version but the source says $source_version: run 'make dist' again" >&2
+    exit 1
+fi
+architecture=$(dpkg --print-architecture)
+package=duckrouter_${version}_${architecture}
+work=$(realpath -m "$DIST_BUILD/deb")
+root=$work/$package
+rm -rf "$work"
+mkdir -p "$root/DEBIAN" "$output"
+
+# Debian's places: /usr, zsh's vendor completions, user units under /usr/lib/systemd/user.
+PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions USERUNITDIR=/usr/lib/systemd/user \
+    DESTDIR=$root DIST_BUILD=$DIST_BUILD scripts/dist.sh install >/dev/null
+
+# Stripped (Debian policy); the Swift runtime finds its metadata through sections, not symbols.
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/duckrouter" "$root/usr/bin/duckctl"
+
+doc=$root/usr/share/doc/duckrouter
+install -m 0644 dist/debian/copyright "$doc/copyright"
+changelog_date=$(git log -1 --format=%aD 2>/dev/null || date -R)
+printf 'duckrouter (%s) unstable; urgency=medium\n\n  * Built from commit %s.\n\n -- duckrouter authors <duckrouter@localhost>  %s\n' \
+    "$version" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$changelog_date" | gzip -9n > "$doc/changelog.Debian.gz"
+
+# dpkg-shlibdeps reads debian/control of a source package; a minimal one is enough.
+shlibs=$work/shlibs
+mkdir -p "$shlibs/debian"
+printf 'Source: duckrouter\n\nPackage: duckrouter\nArchitecture: any\n' > "$shlibs/debian/control"
+depends=$(cd "$shlibs" && dpkg-shlibdeps -O -e"$root/usr/bin/duckrouter" -e"$root/usr/bin/duckctl" 2>"$work/shlibdeps.log" \
+    | sed -n 's/^shlibs:Depends=//p')
+if [ -z "$depends" ]; then
+    echo "make-deb.sh: dpkg-shlibdeps found no dependencies:" >&2
+    cat "$work/shlibdeps.log" >&2
+    exit 1
+fi
+
+installed_size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+# '#' as sed's delimiter: the dependencies hold '|' (libjack-jackd2-0 | libjack-0.125).
+sed -e "s#@VERSION@#$version#" -e "s#@ARCHITECTURE@#$architecture#" -e "s#@DEPENDS@#$depends#" \
+    -e "s#@INSTALLED_SIZE@#$installed_size#" dist/debian/control.in > "$root/DEBIAN/control"
+(cd "$root" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
+chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
+
+dpkg-deb --root-owner-group -Zxz --build "$root" "$output/$package.deb" >/dev/null
+echo "Depends: $depends" >&2
+echo "$output/$package.deb"
