@@ -13,7 +13,7 @@ BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 TEST_PACKAGES   := chromium chromium-driver avahi-daemon avahi-utils dbus iproute2 zsh fish man-db
 # The Debian package: dpkg-shlibdeps finds its dependencies; deb-test installs it into a Debian 12
 # root made by debootstrap.
-DEB_PACKAGES    := dpkg-dev fakeroot debootstrap
+DEB_PACKAGES    := dpkg-dev debootstrap patchelf
 
 ## Where `make install` puts things (DESTDIR for staging, as usual). A home install:
 ## make install PREFIX=$$HOME/.local USERUNITDIR=$$HOME/.config/systemd/user
@@ -26,7 +26,10 @@ USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR  ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
-export SWIFT PREFIX BINDIR DATADIR MANDIR DOCDIR USERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR DESTDIR
+# Given to scripts/dist.sh only where it installs (not exported: make deb sets its own, /usr).
+INSTALL_DIRS = PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' MANDIR='$(MANDIR)' DOCDIR='$(DOCDIR)' \
+	USERUNITDIR='$(USERUNITDIR)' BASHCOMPDIR='$(BASHCOMPDIR)' ZSHCOMPDIR='$(ZSHCOMPDIR)' FISHCOMPDIR='$(FISHCOMPDIR)' \
+	DESTDIR='$(DESTDIR)' SWIFT='$(SWIFT)'
 # The one version (Sources/BuildInfo/Version.swift): the binaries' --version and the package's.
 VERSION := $(shell sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildInfo/Version.swift)
 
@@ -91,23 +94,26 @@ fuzz: deps
 ## An installed program (issue 20): release binaries with the Swift runtime linked in (they run
 ## where no Swift is installed), man pages and shell completions, in .build-dist.
 dist: deps
-	scripts/dist.sh build
+	SWIFT='$(SWIFT)' scripts/dist.sh build
 
-## Copies what dist built under $(DESTDIR)$(PREFIX): `make dist && sudo make install`.
-install: dist
-	scripts/dist.sh install
+## Copies what dist built under $(DESTDIR)$(PREFIX) (building it first if nothing is built):
+## `make dist && sudo make install`.
+install:
+	$(INSTALL_DIRS) scripts/dist.sh install
 
 uninstall:
-	scripts/dist.sh uninstall
+	$(INSTALL_DIRS) scripts/dist.sh uninstall
 
 ## duckrouter_$(VERSION)_<arch>.deb in .build-dist.
 deb: dist
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 	scripts/make-deb.sh
 
-## Installs the .deb into a clean Debian 12 root (debootstrap; needs root and the network the
-## first time), runs it there with no Swift anywhere, and removes it, checking nothing is left.
-deb-test: deb
+## Installs the .deb into a clean Debian 12 root (debootstrap; needs root, and the network),
+## runs it there with no Swift anywhere, and removes it, checking nothing is left:
+## `make deb && sudo make deb-test` (as root, `make deb-test` makes the package first).
+deb-test:
+	@if [ "$$(id -u)" -eq 0 ] && [ -z "$${SUDO_USER:-}" ]; then $(MAKE) --no-print-directory deb; fi
 	scripts/deb-test.sh
 
 print-version:

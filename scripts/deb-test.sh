@@ -15,8 +15,8 @@ cd "$(dirname "$0")/.."
 : "${DIST_BUILD:=.build-dist}"
 : "${DEB_TEST_MIRROR:=http://deb.debian.org/debian}"
 version=$(sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildInfo/Version.swift)
-package=${1:-$DIST_BUILD/duckrouter_${version}_$(dpkg --print-architecture).deb}
-[ -f "$package" ] || { echo "deb-test: no $package: run 'make deb' first" >&2; exit 1; }
+package=${1:-$(ls -t "$DIST_BUILD"/duckrouter_"${version}"-*_"$(dpkg --print-architecture)".deb 2>/dev/null | head -n 1)}
+[ -n "$package" ] && [ -f "$package" ] || { echo "deb-test: no package of duckrouter $version in $DIST_BUILD: run 'make deb' first" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "deb-test: needs root (debootstrap, chroot, mounts): run it with sudo" >&2; exit 1; }
 
 cache=$DIST_BUILD/debian12-minbase.tar
@@ -29,7 +29,7 @@ if [ ! -f "$cache" ]; then
         rm -rf --one-file-system "$bootstrap"
         exit 1
     fi
-    tar -C "$bootstrap" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+    tar -C "$bootstrap" --one-file-system --numeric-owner -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
     rm -rf --one-file-system "$bootstrap"
 fi
 
@@ -37,22 +37,40 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/duckrouter-deb-test.XXXXXX")
 trap 'rm -rf --one-file-system "$work"' EXIT
 root=$work/root
 mkdir "$root"
-tar -C "$root" -xf "$cache"
+tar -C "$root" --numeric-owner -xf "$cache"
 cp "$package" "$root/tmp/duckrouter.deb"
 cp scripts/deb-test-inside.sh "$root/tmp/deb-test-inside.sh"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-# An OSC and an HTTP port free here (the chroot shares this machine's network).
+# An OSC port free here for UDP and TCP, and an HTTP port (the chroot shares this machine's
+# network; a port taken meanwhile makes the router say so, and the test fail with its log).
 read -r osc_port http_port < <(python3 -c '
 import socket
-s1, s2 = socket.socket(), socket.socket()
-s1.bind(("127.0.0.1", 0)); s2.bind(("127.0.0.1", 0))
-print(s1.getsockname()[1], s2.getsockname()[1])')
+def free(udp_too):
+    for _ in range(100):
+        t = socket.socket(); t.bind(("127.0.0.1", 0)); port = t.getsockname()[1]
+        if not udp_too: return port
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            u.bind(("127.0.0.1", port)); return port
+        except OSError:
+            continue
+        finally:
+            u.close(); t.close()
+print(free(True), free(False))')
 
 echo "deb-test: installing $package into a fresh Debian 12 root in $root" >&2
-unshare --mount --propagation private -- bash -c '
+# A mount and PID namespace of its own: its /proc, /dev and /dev/shm are gone with it, and so
+# is every process the test started there, also when it fails half-way.
+unshare --mount --propagation private --pid --fork -- bash -c '
     set -e
     root=$1; shift
     mount -t proc proc "$root/proc"
+    # /dev from the host: the nodes in the tarball would not work on a nodev /tmp.
+    mount -t tmpfs -o mode=755 dev "$root/dev"
+    for node in null zero full random urandom tty; do
+        touch "$root/dev/$node" && mount --bind "/dev/$node" "$root/dev/$node"
+    done
+    ln -s /proc/self/fd "$root/dev/fd"
     mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 shm "$root/dev/shm"
     exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 \
         DEBIAN_FRONTEND=noninteractive /bin/bash /tmp/deb-test-inside.sh "$@"

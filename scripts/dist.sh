@@ -28,11 +28,14 @@ version=$(sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildI
 # The date on the man pages: the last commit's, so the same source gives the same pages.
 man_date=$(git log -1 --format=%cs 2>/dev/null || date -u +%F)
 
+under_sudo() { [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; }
+
 build() {
-    # Under sudo, build as the person who called it: root-owned files in the build folder would
-    # stop their next build.
-    if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
-        exec sudo -u "$SUDO_USER" -E "$0" build
+    # Not as root for someone else: root-owned files in the build folder would stop their next
+    # build (and sudo's PATH seldom has swift).
+    if under_sudo; then
+        echo "dist.sh: build as yourself ('make dist'), then 'sudo make install'" >&2
+        exit 1
     fi
     local flags=(-c release --static-swift-stdlib --scratch-path "$DIST_BUILD")
     for product in duckrouter duckctl generate-manual; do
@@ -80,8 +83,13 @@ files() {
 
 install_files() {
     if [ ! -x "$binaries/duckrouter" ] || [ ! -f "$extras/version" ]; then
-        echo "dist.sh: nothing built in $DIST_BUILD yet: run 'make dist' first" >&2
-        exit 1
+        if under_sudo; then
+            echo "dist.sh: nothing built in $DIST_BUILD yet: run 'make dist' (as yourself) first" >&2
+            exit 1
+        fi
+        build
+    elif [ -n "$(find Sources dist Sessions -newer "$binaries/duckrouter" -type f -print -quit)" ]; then
+        echo "dist.sh: warning: sources changed since $DIST_BUILD was built; 'make dist' builds them" >&2
     fi
     unit=$(mktemp)
     trap 'rm -f "$unit"' EXIT

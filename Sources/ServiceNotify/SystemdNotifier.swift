@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import Synchronization
 
 /// Tells the service manager how the router is doing (systemd's `sd_notify` protocol: one
 /// datagram of `KEY=value` lines to the socket named by `$NOTIFY_SOCKET`). Outside systemd
@@ -10,29 +11,46 @@ import Musl
 ///
 /// `Type=notify` in dist/duckrouter.service makes `systemctl --user start` return once `ready()`
 /// is sent: the JACK client is active and OSC answers.
-public struct SystemdNotifier: Sendable {
+public final class SystemdNotifier: Sendable {
     /// The socket's address as the environment gave it; nil outside systemd.
     public let socketPath: String?
+    /// Once stopping is said, nothing says ready again (a reload that ends during the stop).
+    private let stopped = Atomic<Bool>(false)
 
-    public init(environment: [String: String]) {
-        let path = environment["NOTIFY_SOCKET"] ?? ""
-        socketPath = path.isEmpty ? nil : path
+    /// Takes `$NOTIFY_SOCKET` out of the environment, so that the programs the router runs
+    /// (zita-j2n) do not inherit it.
+    public static func fromEnvironment() -> SystemdNotifier {
+        let notifier = SystemdNotifier(socketPath: getenv("NOTIFY_SOCKET").map { String(cString: $0) })
+        unsetenv("NOTIFY_SOCKET")
+        return notifier
+    }
+
+    public init(socketPath: String?) {
+        self.socketPath = socketPath?.isEmpty == false ? socketPath : nil
     }
 
     public var isActive: Bool { socketPath != nil }
 
-    /// Start-up is over: the router mixes and answers OSC.
-    public func ready(status: String) { send(["READY=1", "STATUS=\(status)", "MAINPID=\(getpid())"]) }
+    /// Start-up is over (the router mixes and answers OSC), or a reload is; or, while it waits
+    /// for the JACK server, it runs and says so in `status`.
+    public func ready(status: String) {
+        guard !stopped.load(ordering: .acquiring) else { return }
+        send(["READY=1", "STATUS=\(status)"])
+    }
 
     /// A SIGHUP reload began; `ready` ends it. systemd wants the monotonic clock with it.
     public func reloading() {
+        guard !stopped.load(ordering: .acquiring) else { return }
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
         send(["RELOADING=1", "MONOTONIC_USEC=\(microseconds)"])
     }
 
-    public func stopping() { send(["STOPPING=1"]) }
+    public func stopping() {
+        stopped.store(true, ordering: .releasing)
+        send(["STOPPING=1"])
+    }
 
     /// A line `systemctl status` shows ("waiting for the JACK server 'default'").
     public func status(_ text: String) { send(["STATUS=\(text)"]) }

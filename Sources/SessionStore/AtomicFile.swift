@@ -9,11 +9,21 @@ enum AtomicFile {
     /// Writes `data` to `path`. `replacing: false` leaves a file that is already at `path` as it
     /// is (`.alreadyThere`), even one made by someone else a moment ago. Throws strerror's words.
     static func write(_ data: Data, to path: String, replacing: Bool) throws(AtomicFileError) -> Outcome {
-        let url = URL(fileURLWithPath: path)
+        // A link to the file is followed: the file it names is the one replaced, and the link
+        // stays (a person's ~/.config may link to a folder kept elsewhere).
+        let target = replacing ? URL(fileURLWithPath: path).resolvingSymlinksInPath().path : path
+        let url = URL(fileURLWithPath: target)
         let folder = url.deletingLastPathComponent().path
-        let temporary = url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + ".tmp").path
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // A name of its own for each write (mkstemp): two writers of one file never share a
+        // temporary file, so neither can tear the other's.
+        var template = Array(url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + ".tmp.XXXXXX").path.utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let temporary = String(cString: template)
         guard fd >= 0 else { throw AtomicFileError(path: temporary, action: "cannot write", reason: String(cString: strerror(errno))) }
+        // mkstemp makes 0600; the file keeps the mode it had, else 0644 less the umask.
+        var existing = stat()
+        fchmod(fd, replacing && stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o644 & ~currentUmask)
         var ok = data.withUnsafeBytes { raw -> Bool in
             var offset = 0
             while offset < raw.count {
@@ -28,8 +38,8 @@ enum AtomicFile {
         var outcome = Outcome.written
         if ok {
             if replacing {
-                ok = rename(temporary, path) == 0
-            } else if link(temporary, path) == 0 {
+                ok = rename(temporary, target) == 0
+            } else if link(temporary, target) == 0 {
                 unlink(temporary)
             } else if errno == EEXIST {
                 unlink(temporary)
@@ -51,6 +61,15 @@ enum AtomicFile {
         return outcome
     }
 }
+
+/// The process's umask, read from /proc (umask(2) can only be read by setting it, which would race
+/// with other threads creating files); 022 when it cannot be read.
+private let currentUmask: mode_t = {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+          let value = mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) else { return 0o022 }
+    return value
+}()
 
 struct AtomicFileError: Error, CustomStringConvertible {
     var path: String

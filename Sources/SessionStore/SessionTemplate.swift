@@ -14,6 +14,10 @@ public enum SessionTemplate {
     @discardableResult
     public static func createIfMissing(_ path: String, from template: String, fallback: Data? = nil) throws(Failure) -> Bool {
         if FileManager.default.fileExists(atPath: path) { return false }
+        // A link to nothing: making the file would need to know where the link means it to be.
+        if let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
+            throw Failure(description: "cannot create \(path): it is a symbolic link to \(destination), which does not exist")
+        }
         let contents: Data
         do {
             contents = try Data(contentsOf: URL(fileURLWithPath: template))

@@ -18,9 +18,12 @@ enum NegativeNumbers {
         }
     }
 
-    /// The word as typed: U+2212 back to '-'.
+    /// The word as typed: a sign `protect` gave back to '-'. Only a whole word that reads as a
+    /// negative number is one of its own; a U+2212 a person typed elsewhere stays as it is.
     static func restore(_ word: String) -> String {
-        word.contains(minus) ? String(word.map { $0 == minus ? "-" : $0 }) : word
+        guard word.first == minus else { return word }
+        let typed = "-" + word.dropFirst()
+        return isNegativeNumber(typed) ? typed : word
     }
 
     /// `-6`, `-0.5`, `-.5`, `-1e3`, `-inf`, `-nan`.

@@ -15,7 +15,7 @@ struct DuckCtl: ParsableCommand {
             duckctl state --port 19951). Negative numbers are values, not options (duckctl gain -6). \
             Exit codes: 0 on /reply, 1 on /error (code and message printed), 2 when the router \
             does not answer in time or cannot be reached, 64 for bad arguments. \
-            docs/OSC.md (in /usr/share/doc/duckrouter/docs when installed from the Debian package) \
+            docs/OSC.md (installed in /usr/share/doc/duckrouter/docs, or PREFIX/share/doc) \
             describes every OSC path these commands use. Environment: DUCKROUTER_HOST and \
             DUCKROUTER_PORT, the router to talk to; NO_COLOR, no colour in duckctl status.
             """,

@@ -36,7 +36,7 @@ struct Run: ParsableCommand {
             --wait-for-server) or the OSC port, or an HTTP port that was asked for, cannot be \
             opened; 2 when the session file (or the --create-from template) is invalid or \
             unreadable; 64 for bad arguments. The documentation is in /usr/share/doc/duckrouter \
-            when installed from the Debian package (docs/ in the source).
+            (PREFIX/share/doc/duckrouter after make install; docs/ in the source).
             """)
 
     @Argument(help: "The session file to run.")
@@ -92,7 +92,7 @@ struct Run: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "duckrouter")
-        let notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
+        let notifier = SystemdNotifier.fromEnvironment()
         // libjack's own messages go to the log: at debug level while connecting (a missing server
         // is reported once, by us), as warnings once the router runs.
         let connected = Atomic<Bool>(false)
@@ -117,7 +117,9 @@ struct Run: ParsableCommand {
                 jackClientName = open.clientID
                 // A new NSM client: start from the session named on the command line.
                 do {
-                    try SessionTemplate.createIfMissing(sessionPath, from: template ?? session, fallback: Data("{}\n".utf8))
+                    // A template asked for must be there; the command line's session may not be.
+                    try SessionTemplate.createIfMissing(sessionPath, from: template ?? session,
+                                                        fallback: template == nil ? Data("{}\n".utf8) : nil)
                 } catch {
                     manager.error(to: "/nsm/client/open", .createFailed, error.description)
                     printError("duckrouter: NSM: \(error)")
@@ -267,7 +269,10 @@ struct Run: ParsableCommand {
             } catch let .jack(.serverUnavailable(server, _)) where waitForServer {
                 if !waited {
                     logger.notice("waiting for the JACK server '\(server)' to start (--wait-for-server)")
-                    notifier.status("waiting for the JACK server '\(server)'")
+                    // Started, as far as systemd goes: `systemctl --user start` (and the
+                    // login that starts the unit) must not wait for a JACK server that may come
+                    // much later. The status says what it waits for.
+                    notifier.ready(status: "waiting for the JACK server '\(server)' to start")
                     waited = true
                 }
                 if stopRequested.wait(timeout: .now() + pause) == .success {
@@ -332,14 +337,16 @@ struct Run: ParsableCommand {
         let fileSession = FileSession(loaded)
         let readyStatus = "running \(sessionPath) as JACK client '\(router.jackClientName())', OSC port \(control.port)"
             + (http.map { ", HTTP port \($0.configuration.port)" } ?? "")
+        // Ready before a SIGHUP can be taken: a reload's RELOADING/READY pair must not end start-up.
+        notifier.ready(status: readyStatus)
         reload.set { [sessionPath] in
             logger.info("SIGHUP: reloading the session file", metadata: ["file": "\(sessionPath)"])
             notifier.reloading()
-            defer { notifier.ready(status: readyStatus) }
             let new: Session
             do {
                 new = try SessionLoader.load(path: sessionPath)
             } catch {
+                notifier.ready(status: readyStatus)
                 for line in "\(error)".split(separator: "\n") { logger.error("\(line)") }
                 logger.error("reload refused: the router keeps running the session as it was")
                 return
@@ -349,6 +356,8 @@ struct Run: ParsableCommand {
             if new.http != fileSession.session.http { notes.append("HTTP settings changed: restart to apply") }
             if new.loudness != fileSession.session.loudness { notes.append("loudness settings changed: restart to apply") }
             fileSession.session = new
+            // Ready before the log line that says it is done (what a reader of the log waits for).
+            notifier.ready(status: readyStatus)
             for note in notes { logger.warning("reload: \(note)") }
             logger.info("reloaded the session file", metadata: ["file": "\(sessionPath)"])
         }
@@ -372,7 +381,6 @@ struct Run: ParsableCommand {
 
         // Not dispatchMain(): on Linux it leaves the main thread waiting in sigsuspend with every
         // signal unblocked, and SIGINT would then kill the process instead of reaching sigwait.
-        notifier.ready(status: readyStatus)
         stopRequested.wait()
         notifier.stopping()
         advertiser.stop()

@@ -141,14 +141,14 @@ struct PackagingTests {
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
     }
 
-    @Test("under a user systemd: start returns once OSC answers, reload re-reads the session (same process), a crash restarts it, stop saves and ends cleanly",
+    @Test("under a user systemd: with no JACK server start returns at once and waits (stop while waiting is clean), the router comes up with the server, reload re-reads the session (same process), a crash restarts it, stop saves and ends cleanly",
           .enabled(if: userSystemdCanRun, "a user systemd needs root here (mount and cgroup namespaces)"))
     func unitRunsUnderUserSystemd() throws {
         let scratch = try Scratch("user-systemd")
+        // The test's server name, held; the steps start jackd under it themselves, after the unit.
         let server = try JackServer()
         defer { server.stop() }
-        let device = try server.standInForDriverPorts()
-        defer { device?.close() }
+        server.kill9()
         let port = try OSCPorts.free()
 
         // The installed default session (where the unit's --create-from reads it), with the
@@ -194,12 +194,25 @@ struct PackagingTests {
         EOF
         systemctl --user daemon-reload
 
-        # start: returns when the router says READY=1 (JACK client active, OSC listening).
-        timeout 60 systemctl --user start duckrouter || fail "systemctl --user start"
-        [ "$(systemctl --user is-active duckrouter)" = active ] || fail "not active after start"
-        "$duckctl" --port "$port" --timeout 1 state >/dev/null || fail "OSC does not answer right after start returned"
-        systemctl --user show -p StatusText --value duckrouter | grep -q "^running .*session.json as JACK client 'duckrouter', OSC port $port" \
-            || fail "StatusText: $(systemctl --user show -p StatusText --value duckrouter)"
+        status_text() { systemctl --user show -p StatusText --value duckrouter; }
+
+        # No JACK server yet: start returns at once, the router waits and says so; stopped
+        # while it waits, it ends cleanly.
+        timeout 30 systemctl --user start duckrouter || fail "systemctl --user start with no JACK server"
+        [ "$(systemctl --user is-active duckrouter)" = active ] || fail "not active while waiting"
+        [ "$(status_text)" = "waiting for the JACK server '$server' to start" ] || fail "StatusText while waiting: $(status_text)"
+        timeout 30 systemctl --user stop duckrouter || fail "systemctl --user stop while waiting"
+        [ "$(systemctl --user show -p Result --value duckrouter)" = success ] || fail "stop while waiting: $(systemctl --user show -p Result --value duckrouter)"
+
+        # Waiting, then the server comes: the router starts on it.
+        timeout 30 systemctl --user start duckrouter || fail "systemctl --user start"
+        jackd -n "$server" -d dummy -r 48000 -p 256 > "$log.jackd" 2>&1 &
+        jackd_pid=$!
+        trap 'kill -TERM $jackd_pid 2>/dev/null; wait $jackd_pid 2>/dev/null' EXIT
+        for _ in $(seq 200); do status_text | grep -q "^running" && break; sleep 0.05; done
+        [ "$(systemctl --user is-active duckrouter)" = active ] || fail "not active after the server came"
+        "$duckctl" --port "$port" --timeout 1 state >/dev/null || fail "OSC does not answer once the status says running"
+        status_text | grep -q "^running .*session.json as JACK client 'duckrouter', OSC port $port" || fail "StatusText: $(status_text)"
         [ -f "$XDG_CONFIG_HOME/duckrouter/session.json" ] || fail "the session was not made from the installed default"
         pid=$(systemctl --user show -p MainPID --value duckrouter)
 
@@ -214,8 +227,8 @@ struct PackagingTests {
         # A crash: systemd starts it again (Restart=on-failure), and the run-time change is back
         # (once saved: the router writes the state file 200 ms after a change).
         state=$XDG_CONFIG_HOME/duckrouter/session.state.json
-        for _ in $(seq 100); do grep -q -E '"speaker" : 0\.79' "$state" 2>/dev/null && break; sleep 0.1; done
-        grep -q -E '"speaker" : 0\.79' "$state" || fail "the gain was not saved: $(cat "$state")"
+        for _ in $(seq 100); do grep -q -E '"speaker" *: *0\.79' "$state" 2>/dev/null && break; sleep 0.1; done
+        grep -q -E '"speaker" *: *0\.79' "$state" || fail "the gain was not saved: $(cat "$state")"
         kill -KILL "$pid"
         for _ in $(seq 150); do
             now=$(systemctl --user show -p MainPID --value duckrouter)
@@ -233,7 +246,7 @@ struct PackagingTests {
         [ "$(systemctl --user is-active duckrouter || true)" = inactive ] || fail "not inactive after stop"
         [ "$(systemctl --user show -p Result --value duckrouter)" = success ] || fail "Result: $(systemctl --user show -p Result --value duckrouter)"
         [ "$(systemctl --user show -p ExecMainStatus --value duckrouter)" = 0 ] || fail "exit status: $(systemctl --user show -p ExecMainStatus --value duckrouter)"
-        grep -q -E '"speaker" : 0\.79' "$state" || fail "the state file after stop: $(cat "$state")"
+        grep -q -E '"speaker" *: *0\.79' "$state" || fail "the state file after stop: $(cat "$state")"
         echo "steps: all passed"
         """#
 }

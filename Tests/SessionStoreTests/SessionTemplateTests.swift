@@ -49,7 +49,7 @@ struct SessionTemplateTests {
         #expect(try String(contentsOfFile: target, encoding: .utf8) == "{}\n")
     }
 
-    @Test("a file that appears between the check and the write wins: AtomicFile with replacing: false never replaces")
+    @Test("AtomicFile with replacing: false never replaces a file already there (what a file made between the check and the write meets); replacing: true does")
     func atomicCreateNeverReplaces() throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         let target = try write("first\n", "race.json")
@@ -58,5 +58,46 @@ struct SessionTemplateTests {
         #expect(try AtomicFile.write(Data("third\n".utf8), to: target, replacing: true) == .written)
         #expect(try String(contentsOfFile: target, encoding: .utf8) == "third\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["race.json"])
+    }
+
+    @Test("a link to nothing at the session's place: an error saying so, nothing made")
+    func danglingLink() throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let template = try write("{}\n", "template.json")
+        let link = folder.appendingPathComponent("session.json").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: folder.appendingPathComponent("elsewhere.json").path)
+        #expect {
+            try SessionTemplate.createIfMissing(link, from: template)
+        } throws: { error in
+            "\(error)" == "cannot create \(link): it is a symbolic link to \(folder.path)/elsewhere.json, which does not exist"
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("elsewhere.json").path))
+    }
+
+    @Test("a replaced file keeps its mode, and a link stays a link to the file written")
+    func replaceKeepsModeAndLink() throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let real = try write("old\n", "real.json")
+        chmod(real, 0o600)
+        let link = folder.appendingPathComponent("state.json").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
+        #expect(try AtomicFile.write(Data("new\n".utf8), to: link, replacing: true) == .written)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == real)
+        #expect(try String(contentsOfFile: real, encoding: .utf8) == "new\n")
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: real)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+        // A new file: 0644 less the umask (022 here), not mkstemp's 0600.
+        let fresh = folder.appendingPathComponent("fresh.json").path
+        #expect(try AtomicFile.write(Data("x\n".utf8), to: fresh, replacing: false) == .written)
+        let freshMode = try #require(try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int)
+        #expect(freshMode == 0o644 & ~Int(umaskNow()))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["fresh.json", "real.json", "state.json"])
+    }
+
+    /// The umask, read the only way there is (set and put back); tests run one at a time here.
+    func umaskNow() -> mode_t {
+        let mask = umask(0o022)
+        umask(mask)
+        return mask
     }
 }
