@@ -19,7 +19,7 @@ snapshot() {
 }
 # Whatever the test started, stopped however it ends.
 started=()
-trap 'for pid in "${started[@]}"; do kill -KILL "$pid" 2>/dev/null; done' EXIT
+trap 'for pid in "${started[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done' EXIT
 
 step "apt-get update"
 apt-get update -qq
@@ -66,8 +66,10 @@ grep -q "^ExecStart=/usr/bin/duckrouter run --wait-for-server --create-from /usr
 step "the router runs: jackd (installed for the test) with the dummy driver, duckctl status, the control page"
 apt-get install -y -qq --no-install-recommends jackd2 >/tmp/apt-jackd.log 2>&1 || { cat /tmp/apt-jackd.log >&2; fail "installing jackd2"; }
 export JACK_NO_AUDIO_RESERVATION=1
-as_rig() { setpriv --reuid=rig --regid=rig --init-groups env HOME=/home/rig "$@"; }
-as_rig jackd -n debtest -d dummy -r 48000 -p 256 >/tmp/jackd.log 2>&1 &
+# A command, not a function: `as_rig x &` must make $! the program itself (a function would run
+# in a subshell of its own, and a signal to $! would stop only that).
+as_rig=(setpriv --reuid=rig --regid=rig --init-groups env HOME=/home/rig)
+"${as_rig[@]}" jackd -n debtest -d dummy -r 48000 -p 256 >/tmp/jackd.log 2>&1 &
 jackd_pid=$!
 started+=("$jackd_pid")
 home=/home/rig
@@ -77,13 +79,13 @@ sed -e "s/^  \"client\": \"duckrouter\",/  \"client\": \"duckrouter\", \"osc\": 
     /usr/share/duckrouter/sessions/default.json > /tmp/template.json
 grep -q "\"port\": $osc_port" /tmp/template.json || fail "could not set the test's ports in the template"
 chmod 644 /tmp/template.json
-as_rig duckrouter run --server debtest --wait-for-server --create-from /tmp/template.json \
+"${as_rig[@]}" duckrouter run --server debtest --wait-for-server --create-from /tmp/template.json \
     "$home/.config/duckrouter/session.json" >/tmp/router.log 2>&1 &
 router_pid=$!
 started+=("$router_pid")
 answered=false
 for _ in $(seq 100); do
-    if as_rig duckctl --port "$osc_port" --timeout 0.5 status >/tmp/status.txt 2>/tmp/status.err; then answered=true; break; fi
+    if "${as_rig[@]}" duckctl --port "$osc_port" --timeout 0.5 status >/tmp/status.txt 2>/tmp/status.err; then answered=true; break; fi
     kill -0 "$router_pid" 2>/dev/null || break
     sleep 0.2
 done
@@ -101,7 +103,9 @@ exec 3<&-
 grep -q "^HTTP/1.1 200" <<<"$page" || fail "GET /ui/: $(head -1 <<<"$page")"
 grep -q "<html" <<<"$page" || fail "GET /ui/ is not the page"
 kill -TERM "$router_pid"
-wait "$router_pid" || fail "the router's exit status on SIGTERM: $?"
+router_status=0
+wait "$router_pid" || router_status=$?
+[ "$router_status" = 0 ] || { tail -20 /tmp/router.log >&2; fail "the router's exit status on SIGTERM: $router_status"; }
 kill -TERM "$jackd_pid"; wait "$jackd_pid" || true
 # The user's own files (made by the router, not by the package) are theirs to remove.
 rm -rf "$home/.config"

@@ -38,6 +38,7 @@ trap 'rm -rf --one-file-system "$work"' EXIT
 root=$work/root
 mkdir "$root"
 tar -C "$root" --numeric-owner -xf "$cache"
+chmod 755 "$root"    # the root folder, as / is (mktemp made the bootstrap's 0700)
 cp "$package" "$root/tmp/duckrouter.deb"
 cp scripts/deb-test-inside.sh "$root/tmp/deb-test-inside.sh"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
