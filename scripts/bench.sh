@@ -5,7 +5,7 @@
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
 # Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
 # and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
-#   BENCH_PARTS chooses what runs (default "kernel denormals router scale osc websocket loudness pipewire").
+#   BENCH_PARTS chooses what runs (default "kernel denormals router scale process osc websocket loudness pipewire").
 # loudness: 64 stereo apps into 8 routes with loudness metering off and on (scripts/bench-loudness.sh).
 # websocket: the router with 16 active apps, alone and with WS_CLIENTS (default 20) control-page
 # clients on its WebSocket (scripts/ws-listener.py: every value LISTENed, meters at 20 Hz),
@@ -21,6 +21,8 @@
 # apps, timed from outside by scripts/proctime.c (LD_PRELOAD) for duckrouter and jack_mix_box alike,
 # beside the C reference and Swift kernels alone (duckbench --per-cycle); SCALE_SECONDS (default 10)
 # each. A table (scale.md), the data (scale.dat) and a plot (docs/process-time.png, gnuplot).
+# process: the whole process (every thread's CPU) against a plain C client doing the same mix
+# (scripts/mixclient.c), alternating, at 1 to 256 stereo apps, and idle (scripts/bench-process.sh).
 # pipewire: the same measurement (and each process's CPU per cycle, as in router) under a private
 # headless PipeWire instead of jackd (issue 16): its own XDG_RUNTIME_DIR, a null sink named
 # "system" for the playback ports, the clock set to 48 kHz / 128 frames with pw-metadata
@@ -41,7 +43,7 @@ mkdir -p "$out"
 # dies uncleanly keeps its entry unless a later server takes the same name.
 server="duckbench"
 export JACK_DEFAULT_SERVER=$server
-parts=" ${BENCH_PARTS:-kernel denormals router scale osc websocket loudness pipewire} "
+parts=" ${BENCH_PARTS:-kernel denormals router scale process osc websocket loudness pipewire} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
@@ -209,7 +211,7 @@ cpu_per_cycle() {
     python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
 }
 
-if part router || part scale || part osc || part websocket || part loudness; then
+if part router || part scale || part process || part osc || part websocket || part loudness; then
 if ! start_jackd; then
     # "Too many servers already active": JACK's table holds entries of servers that died. The
     # benchmark never deletes JACK's shared memory itself (another program's server may own it).
@@ -511,6 +513,11 @@ floor = statistics.median(floors)
 print(f"The floor (a C program writing only the same frames to as many readers): {floor:.1f} µs per cycle = "
       f"{floor / cycle_us * 100:.2f}% of one core; the router's own work above it {extra - floor:.1f} µs per cycle.")
 PY
+fi
+
+if part process; then
+# shellcheck source=scripts/bench-process.sh
+source scripts/bench-process.sh
 fi
 
 if part loudness; then
