@@ -15,6 +15,10 @@ extension ControlServer {
     /// of the clock), so those at one rate are due at the same tick and share one reading and
     /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
     /// meter paths gets its own bundle of those).
+    /// Meter and loudness subscribers are what the ticks are for: with none, the OSC thread
+    /// sleeps until a packet comes (issue 21: an idle router costs next to nothing).
+    var wantsTicks: Bool { !meterTargets.isEmpty || !loudnessTargets.isEmpty || !meterHistory.isEmpty }
+
     func tick() {
         if !loudnessTargets.isEmpty { tickLoudness() }
         guard !meterTargets.isEmpty else {

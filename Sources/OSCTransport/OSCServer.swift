@@ -99,6 +99,7 @@ public final class OSCServer: @unchecked Sendable {
     var handler: Handler = { _, _ in }
     var onClose: (Peer) -> Void = { _ in }
     private var onTick: () -> Void = {}
+    private var wantsTicks: () -> Bool = { true }
     private var onBurstEnd: () -> Void = {}
     private var tickMilliseconds: Int32 = 10
     private var receiveBuffer = [UInt8](repeating: 0, count: 65_536)
@@ -167,15 +168,19 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     /// Starts the server thread. `handler` gets every packet; `onClose` every TCP peer that went
-    /// away; `onTick` runs every `tickMilliseconds` (timers: meters, schedules); `onBurstEnd` runs
-    /// after the packets that arrived together (one wake-up of the thread) have been handled, so
-    /// work they share can be done once per burst.
+    /// away; `onTick` runs every `tickMilliseconds` (timers: meters, schedules) while `wantsTicks`
+    /// says so (asked on the server thread at every turn of its loop: when it says no, the thread
+    /// sleeps in poll until a packet, a connection or a task comes); `onBurstEnd` runs after the
+    /// packets that arrived together (one wake-up of the thread) have been handled, so work they
+    /// share can be done once per burst.
     public func start(tickMilliseconds: Int = 10, onTick: @escaping () -> Void = {},
+                      wantsTicks: @escaping () -> Bool = { true },
                       onClose: @escaping (Peer) -> Void = { _ in }, onBurstEnd: @escaping () -> Void = {},
                       handler: @escaping Handler) {
         self.handler = handler
         self.onClose = onClose
         self.onTick = onTick
+        self.wantsTicks = wantsTicks
         self.onBurstEnd = onBurstEnd
         self.tickMilliseconds = Int32(max(1, tickMilliseconds))
         running.store(true, ordering: .releasing)
@@ -247,8 +252,12 @@ public final class OSCServer: @unchecked Sendable {
                 if c.connecting || !c.output.isEmpty { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: c.fd, events: events, revents: 0))
             }
-            // Packets of streams still waiting: look at the sockets and come straight back.
-            let timeout = streamsWaiting ? 0 : Int32(max(0, min(Int64(tickMilliseconds), nextTick - OSCServer.nowMilliseconds())))
+            // Packets of streams still waiting: look at the sockets and come straight back. No
+            // ticks wanted (no meter subscriber): sleep until something comes (-1), so an idle
+            // router's OSC thread costs nothing.
+            let ticking = wantsTicks()
+            let timeout = streamsWaiting ? 0
+                : ticking ? Int32(max(0, min(Int64(tickMilliseconds), nextTick - OSCServer.nowMilliseconds()))) : -1
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 && errno != EINTR { onProblem("poll failed: \(errorText())") }
             if fds[0].revents != 0 {
@@ -270,7 +279,7 @@ public final class OSCServer: @unchecked Sendable {
             onBurstEnd()
             runTasks()
             let now = OSCServer.nowMilliseconds()
-            if now >= nextTick {
+            if now >= nextTick && (ticking || wantsTicks()) {
                 onTick()
                 nextTick = OSCServer.tickAfter(now, every: Int64(tickMilliseconds))
             }

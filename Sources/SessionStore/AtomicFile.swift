@@ -18,9 +18,10 @@ enum AtomicFile {
         // temporary file, so neither can tear the other's.
         var template = Array(url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + ".tmp.XXXXXX").path.utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        let temporary = String(cString: template)
-        guard fd >= 0 else { throw AtomicFileError(path: temporary, action: "cannot write", reason: String(cString: strerror(errno))) }
+        let openError = errno
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard fd >= 0 else { throw AtomicFileError(path: temporary, action: "cannot write", reason: String(cString: strerror(openError))) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         // mkstemp makes 0600; the file keeps the mode it had, else 0644 less the umask.
         var existing = stat()
         fchmod(fd, replacing && stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o644 & ~currentUmask)
