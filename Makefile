@@ -31,7 +31,7 @@ INSTALL_DIRS = PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' MANDIR
 	USERUNITDIR='$(USERUNITDIR)' BASHCOMPDIR='$(BASHCOMPDIR)' ZSHCOMPDIR='$(ZSHCOMPDIR)' FISHCOMPDIR='$(FISHCOMPDIR)' \
 	DESTDIR='$(DESTDIR)' SWIFT='$(SWIFT)'
 # The one version (Sources/BuildInfo/Version.swift): the binaries' --version and the package's.
-VERSION := $(shell sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildInfo/Version.swift)
+VERSION := $(shell scripts/dist.sh version)
 
 .PHONY: all deps build release run test test-pipewire tsan bench fuzz soak clean dist install uninstall deb deb-test print-version
 

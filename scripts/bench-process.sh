@@ -36,8 +36,8 @@ process_memory() {
          END { print rss, private, shared }' /proc/"$1"/smaps_rollup 2>/dev/null
 }
 
-# Starts one of the two on `apps` stereo inputs; sets started_pid. Waits until the last input
-# is connected to the feeder.
+# Starts one of the two on `apps` stereo inputs (the router: on process-session-<apps>.json,
+# "idle" too); sets started_pid.
 start_router_for() {
     .build/release/duckrouter --server "$server" --log-level warning --http-port 0 --osc-port $(( 20000 + $$ % 20000 )) \
         "$out/process-session-$1.json" 2>>"$out/duckrouter-process.log" &
@@ -101,10 +101,7 @@ done
 process_session "$process_idle_apps" false > "$out/process-session-idle.json"
 idle=()
 for run in $(seq "$process_runs"); do
-    .build/release/duckrouter --server "$server" --log-level warning --http-port 0 --osc-port $(( 20000 + $$ % 20000 )) \
-        "$out/process-session-idle.json" 2>>"$out/duckrouter-process.log" &
-    started_pid=$!
-    pids+=("$started_pid")
+    start_router_for idle
     for _ in $(seq 150); do jack_lsp 2>/dev/null | grep -q "^duckrouter:route4_out_2$" && break; sleep 0.1; done
     sleep 2
     thread_ns "$started_pid" > "$out/process-threads-a"

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 : "${DIST_BUILD:=.build-dist}"
 : "${DEB_TEST_MIRROR:=http://deb.debian.org/debian}"
-version=$(sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildInfo/Version.swift)
+version=$(scripts/dist.sh version)
 package=${1:-$(ls -t "$DIST_BUILD"/duckrouter_"${version}"-*_"$(dpkg --print-architecture)".deb 2>/dev/null | head -n 1)}
 [ -n "$package" ] && [ -f "$package" ] || { echo "deb-test: no package of duckrouter $version in $DIST_BUILD: run 'make deb' first" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "deb-test: needs root (debootstrap, chroot, mounts): run it with sudo" >&2; exit 1; }

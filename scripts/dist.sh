@@ -6,6 +6,8 @@
 #   scripts/dist.sh install     copies them under $DESTDIR$PREFIX (see the Makefile's variables)
 #   scripts/dist.sh uninstall   removes exactly what install copies
 #   scripts/dist.sh files       lists what install copies: "source destination mode"
+#   scripts/dist.sh unit        prints the systemd user unit as install writes it ($BINDIR, $DATADIR, $DOCDIR)
+#   scripts/dist.sh version     prints the version (Sources/BuildInfo/Version.swift), for the Makefile and scripts
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,6 +83,11 @@ files() {
     done
 }
 
+# The unit with this install's paths.
+unit_file() {
+    sed -e "s|@BINDIR@|$BINDIR|g" -e "s|@DATADIR@|$DATADIR|g" -e "s|@DOCDIR@|$DOCDIR|g" dist/duckrouter.service.in
+}
+
 install_files() {
     if [ ! -x "$binaries/duckrouter" ] || [ ! -f "$extras/version" ]; then
         if under_sudo; then
@@ -93,7 +100,7 @@ install_files() {
     fi
     unit=$(mktemp)
     trap 'rm -f "$unit"' EXIT
-    sed -e "s|@BINDIR@|$BINDIR|g" -e "s|@DATADIR@|$DATADIR|g" -e "s|@DOCDIR@|$DOCDIR|g" dist/duckrouter.service.in > "$unit"
+    unit_file > "$unit"
     files | while read -r source destination mode; do
         [ "$source" = dist/duckrouter.service.in ] && source=$unit
         install -D -m "$mode" "$source" "$DESTDIR$destination"
@@ -118,5 +125,7 @@ case ${1:-} in
     install) install_files ;;
     uninstall) uninstall_files ;;
     files) files ;;
-    *) echo "usage: $0 build|install|uninstall|files" >&2; exit 64 ;;
+    unit) unit_file ;;
+    version) echo "$version" ;;
+    *) echo "usage: $0 build|install|uninstall|files|unit|version" >&2; exit 64 ;;
 esac

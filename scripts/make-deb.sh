@@ -14,7 +14,7 @@ if [ -z "$version" ] || [ ! -x "$DIST_BUILD/release/duckrouter" ]; then
     echo "make-deb.sh: nothing built in $DIST_BUILD yet: run 'make dist' first" >&2
     exit 1
 fi
-source_version=$(sed -n 's/^ *public static let version = "\(.*\)"/\1/p' Sources/BuildInfo/Version.swift)
+source_version=$(scripts/dist.sh version)
 if [ "$version" != "$source_version" ]; then
     echo "make-deb.sh: $DIST_BUILD holds $version but the source says $source_version: run 'make dist' again" >&2
     exit 1

@@ -29,8 +29,6 @@ public final class SystemdNotifier: Sendable {
         self.socketPath = socketPath?.isEmpty == false ? socketPath : nil
     }
 
-    public var isActive: Bool { socketPath != nil }
-
     /// Start-up is over (the router mixes and answers OSC), or a reload is; or, while it waits
     /// for the JACK server, it runs and says so in `status`.
     public func ready(status: String) {
@@ -52,12 +50,9 @@ public final class SystemdNotifier: Sendable {
         send(["STOPPING=1"])
     }
 
-    /// A line `systemctl status` shows ("waiting for the JACK server 'default'").
-    public func status(_ text: String) { send(["STATUS=\(text)"]) }
-
     /// Sends one datagram; failures are ignored, as sd_notify's callers do: the service manager
     /// going away must not stop the router.
-    public func send(_ lines: [String]) {
+    private func send(_ lines: [String]) {
         guard let socketPath else { return }
         let message = lines.map { $0.replacingNewlines() }.joined(separator: "\n")
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

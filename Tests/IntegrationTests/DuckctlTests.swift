@@ -19,22 +19,10 @@ struct DuckctlTests {
     /// Runs duckctl on a terminal of its own (`script` gives it a pseudo-terminal), as a person does.
     static func duckctlOnTerminal(_ arguments: [String], environment: [String: String]) throws -> String {
         let command = ([binary.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        process.arguments = ["-qec", command, "/dev/null"]
-        var merged = ProcessInfo.processInfo.environment
-        for (key, value) in environment { merged[key] = value.isEmpty ? nil : value }
-        merged["TERM"] = "xterm"
-        process.environment = merged
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "script \(command): \(String(decoding: data, as: UTF8.self))")
-        return String(decoding: data, as: UTF8.self)
+        let output = try CommandOutput.of("/usr/bin/script", ["-qec", command, "/dev/null"],
+                                          environment: environment.merging(["TERM": "xterm"]) { $1 })
+        #expect(output.status == 0, "script \(command): \(output)")
+        return output.stdout
     }
 
     /// A router on the default session (music, nav, game; the speaker route) with a test server

@@ -37,12 +37,12 @@ struct PackagingTests {
         }
     }
 
-    /// dist/duckrouter.service.in with this build's paths, as scripts/dist.sh fills it in.
+    /// The unit as `make install` writes it (scripts/dist.sh unit), with this build's paths.
     static func unit(binaries: String, data: String) throws -> String {
-        let template = try String(contentsOf: repository.appendingPathComponent("dist/duckrouter.service.in"), encoding: .utf8)
-        return template.replacingOccurrences(of: "@BINDIR@", with: binaries)
-            .replacingOccurrences(of: "@DATADIR@", with: data)
-            .replacingOccurrences(of: "@DOCDIR@", with: repository.path)
+        let output = try CommandOutput.of(repository.appendingPathComponent("scripts/dist.sh").path, ["unit"],
+                                          environment: ["BINDIR": binaries, "DATADIR": data, "DOCDIR": repository.path])
+        try #require(output.status == 0 && output.stderr.isEmpty, "scripts/dist.sh unit: \(output)")
+        return output.stdout
     }
 
     @Test("man -l renders both pages with no warning; each shows its options and subcommands")
