@@ -31,6 +31,8 @@ public final class OSCClient {
                 close(fd)
                 throw OSCServerError("cannot bind a UDP socket: \(text)")
             }
+            // Answers and notifications wait here while the caller does something else.
+            setOption(fd, SOL_SOCKET, SO_RCVBUF, udpReceiveBuffer)
             return
         }
         guard address.withSockaddr(family: address.family, { connect(fd, $0, $1) }) == 0 else {

@@ -155,7 +155,7 @@ public final class OSCServer: @unchecked Sendable {
         for end in pipeEnds { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK); _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         wake = pipeEnds[0]
         wakeWriter = pipeEnds[1]
-        setOption(udp, SOL_SOCKET, SO_RCVBUF, 1 << 21)
+        setOption(udp, SOL_SOCKET, SO_RCVBUF, udpReceiveBuffer)
     }
 
     deinit {
@@ -574,6 +574,12 @@ public final class OSCServer: @unchecked Sendable {
         return Int32(storage.ss_family)
     }
 }
+
+/// The receive buffer asked for on every UDP socket, server's and client's (the kernel caps it at
+/// net.core.rmem_max): a datagram that arrives while the buffer is full is dropped unseen, and the
+/// default (about 200 small packets) is less than half a second of a 500 message/s stream while
+/// the reader is busy with something else.
+let udpReceiveBuffer: Int32 = 1 << 21
 
 func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
     var v = value

@@ -215,6 +215,9 @@ struct DuckSoak: ParsableCommand {
             tcp.send(message, expecting: .any, fail)
         }
         while !tcp.pending.isEmpty && Date() < drainUntil.addingTimeInterval(3) { tcp.drain(fail, timeout: 0.05) }
+        // Where UDP datagrams were lost, if any were: a full receive buffer at the daemon (a
+        // request never read) or at this client (an answer never read).
+        let dropsAtDaemon = udpDrops(port: port), dropsHere = udpDrops(port: udp.client.localPort)
         let final = state() ?? lastState
         let engine = final["engine"] as? [String: Any] ?? [:]
         let xruns = engine["xruns"] as? Int ?? -1
@@ -255,6 +258,7 @@ struct DuckSoak: ParsableCommand {
               packets sent \(sent + garbage) (\(String(format: "%.0f", Double(sent + garbage) / seconds))/s): \(sent) OSC messages, \(answered) answered (\(errors) with /error, as expected), and \(garbage) non-OSC packets (unanswered)
               apps registered and unregistered: \(peers.reduce(0) { $0 + $1.churn }) messages; state file checked \(stateChecks) times
               resident memory: \(baseline) kB after \(Int(warmup)) s warm-up, \(end) kB at the end (growth \(end - baseline) kB, peak \(peak) kB)
+              UDP datagrams dropped by the kernel (full receive buffers): \(dropsAtDaemon.map(String.init) ?? "?") at duckrouter's socket, \(dropsHere.map(String.init) ?? "?") at ducksoak's
               xruns: \(xruns); process callback: mean \(us("meanUs")) µs, p99 \(us("p99Us")) µs, max \(us("maxUs")) µs of \(us("budgetUs")) µs
               \(failures.isEmpty ? "PASS" : "FAIL:\n    " + failures.joined(separator: "\n    "))
             """
@@ -389,6 +393,22 @@ func residentKB(_ pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
     return Int(line.split(separator: " ").dropFirst().first ?? "")
+}
+
+/// Datagrams the kernel dropped at the UDP sockets bound to `port` (full receive buffers), from
+/// the drops column of /proc/net/udp and udp6; nil when no such socket is listed.
+func udpDrops(port: UInt16) -> Int? {
+    var total: Int?
+    for file in ["/proc/net/udp", "/proc/net/udp6"] {
+        guard let table = try? String(contentsOfFile: file, encoding: .utf8) else { continue }
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 13, let local = fields[1].split(separator: ":").last,
+                  UInt16(local, radix: 16) == port, let drops = Int(fields[12]) else { continue }
+            total = (total ?? 0) + drops
+        }
+    }
+    return total
 }
 
 func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
