@@ -72,22 +72,35 @@ struct LookaheadFreshnessTests {
         mic.startsActive = true
         var session = Self.session()
         session.apps = [mic]
-        let bench = try ControlPlaneTests.Bench(session: session)
-        let router = try #require(bench.router)
-        bench.source.setSignal(Signals.dc(0.5), output: 0)
-        try waitFor("the mic's port to be connected") { bench.source.client.connections(of: "source:out_1").contains("duckrouter:mic_in_1") }
-        Thread.sleep(forTimeInterval: 0.1)
-        bench.recorder.startRecording()
-        Thread.sleep(forTimeInterval: 0.1)
-        try router.perform(.setActivation(app: "mic", .signal, nil))
-        Thread.sleep(forTimeInterval: 0.2)
-        let take = bench.recorder.stopRecording()
-        let out = take.channels[0]
-        let boundaries = take.gaps
-        // The undelayed path fades out over the 20 ms ramp while the delayed one (silent for its
-        // first 30 ms, then 0.5) fades in: at most one ramp step at a time, never a jump.
-        let allowed = Float(0.5) / Float(48000 * 20 / 1000)
-        #expect(Signals.largestStep(out, excluding: boundaries) <= allowed * 1.01 + 1e-6)
-        #expect(abs(out.last! - 0.5) < 1e-6, "the voice is heard again, late")
+        // A cycle the router misses (PipeWire's graph ran late; the recorder's own gaps are
+        // excluded below) is a step from the voice to silence that says nothing of the crossfade:
+        // such a take is played again, up to three times, and the last is judged whatever happened.
+        for take in 1...3 {
+            let bench = try ControlPlaneTests.Bench(session: session)
+            let router = try #require(bench.router)
+            bench.source.setSignal(Signals.dc(0.5), output: 0)
+            try waitFor("the mic's port to be connected") { bench.source.client.connections(of: "source:out_1").contains("duckrouter:mic_in_1") }
+            Thread.sleep(forTimeInterval: 0.1)
+            let before = router.status()
+            bench.recorder.startRecording()
+            Thread.sleep(forTimeInterval: 0.1)
+            try router.perform(.setActivation(app: "mic", .signal, nil))
+            Thread.sleep(forTimeInterval: 0.2)
+            let recording = bench.recorder.stopRecording()
+            let after = router.status()
+            let missed = (after.missedCycles - before.missedCycles) + UInt64(after.xruns - before.xruns)
+            if missed > 0 && take < 3 {
+                print("switchCrossfades: take \(take) played again: the router missed \(missed) cycles in it")
+                continue
+            }
+            let out = recording.channels[0]
+            // The undelayed path fades out over the 20 ms ramp while the delayed one (silent for
+            // its first 30 ms, then 0.5) fades in: at most one ramp step at a time, never a jump.
+            let allowed = Float(0.5) / Float(48000 * 20 / 1000)
+            let step = Signals.largestStepAt(out, excluding: recording.gaps)
+            #expect(step.size <= allowed * 1.01 + 1e-6, "a step of \(step.size) at sample \(step.index) of \(out.count) (take \(take), \(missed) cycles missed by the router)")
+            #expect(abs(out.last! - 0.5) < 1e-6, "the voice is heard again, late")
+            return
+        }
     }
 }
