@@ -79,6 +79,8 @@ struct PlanCompiler {
     private var gainSlots: SlotAllocator
     /// Cells fading (so `noteAdoption` has nothing to look at when there are none).
     private var fadingCount = 0
+    /// Whether any cell is fading (published, or adopted and not yet over).
+    var isFading: Bool { fadingCount > 0 }
 
     init(slotCapacity: Int) {
         gainSlots = SlotAllocator(capacity: slotCapacity)

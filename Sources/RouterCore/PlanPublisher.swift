@@ -30,6 +30,9 @@ struct PlanPublisher {
 
     var cellCount: Int { compiler.cellCount }
 
+    /// Whether a fade is under way: `followAdoption` has something to follow.
+    var isFading: Bool { compiler.isFading }
+
     /// Meter slots some cell of the last published plan still reads or writes.
     func slotsInUse() -> (inputs: Set<Int32>, outputs: Set<Int32>) { compiler.slotsInUse() }
 

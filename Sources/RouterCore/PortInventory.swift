@@ -13,6 +13,8 @@ struct PortInventory {
     var routes: [RouteState] = []
     var input = InputRoute()
     private(set) var retiring: [RetiringApp] = []
+    /// Whether removed apps' ports wait for `takeRetired`.
+    var isRetiring: Bool { !retiring.isEmpty }
     private var inputSlots: SlotAllocator
     private var outputSlots: SlotAllocator
     /// Ports this inventory registered since `beginJournal()`, for a rollback to unregister.

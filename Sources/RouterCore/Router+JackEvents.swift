@@ -5,8 +5,8 @@ import JackHost
 
 /// The router's side of the JACK link: putting the control plane on a client (attach), taking it
 /// off (detach, loss), joining the server again, and following what JACK reports (ports coming
-/// and going, period and rate changes, xruns) plus the control queue's periodic housekeeping,
-/// which also watches that the server runs the client's cycles (`CycleWatchdog`).
+/// and going, period and rate changes, xruns); the control queue's periodic housekeeping is in
+/// Router+Housekeeping.swift.
 ///
 /// Owns no state of its own: it moves events from `JackLink` and the engine into the inventory,
 /// the patchbay, the policy and the publisher. Control queue only.
@@ -296,48 +296,6 @@ extension Router {
 
     /// How long a route whose device appeared waits before audio moves there (`letRoutesSettle`).
     var routeSettleTime: Double { max(3 * periodSeconds, 0.030) }
-
-    func startHousekeeping(every interval: DispatchTimeInterval) {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.setEventHandler { [weak self] in self?.housekeeping() }
-        timer.resume()
-        self.timer = timer
-    }
-
-    /// Every housekeeping interval: statistics and meters in, due timed changes and finished fades
-    /// out, coalesced state published, ports no plan reads any more unregistered.
-    private func housekeeping() {
-        guard !stopped else { return }
-        engine.collectProcessTimes()
-        if let xruns = diagnostics.xrunsToNotify() {
-            logger.notice("JACK xruns", metadata: ["new": "\(xruns.new)", "total": "\(xruns.total)"])
-            onNotification(.xruns(total: xruns.total, new: xruns.new))
-        }
-        // JACK's shutdown callback only raises a flag (it may run on the process thread).
-        if let reason = link.client?.shutdownReason { serverLost(reason) }
-        // Some servers say nothing (a hung one; PipeWire without either callback): no cycle for
-        // the watchdog's time is taken as a loss too.
-        if let quiet = watchdog.check(cycles: engine.statistics.cycles, now: DispatchTime.now().uptimeNanoseconds, period: periodSeconds) {
-            serverStalled(quiet: quiet)
-        }
-        guard let client = link.client else { return }
-        engine.collectRetiredPlans()
-        diagnostics.collectMeters(from: engine)
-        runDueChanges(now: client.frameTime)
-        let fadeEnded = publisher.followAdoption(on: engine, periodFrames: bufferSize)
-        if publisher.needsPublish || fadeEnded { republish() }
-        removeRetiredPorts()
-    }
-
-    /// Unregisters the ports of removed apps once no plan the audio thread may use reads them.
-    private func removeRetiredPorts() {
-        guard let client = link.client else { return }
-        let gone = inventory.takeRetired(adopted: engine.adoptedPlanGeneration)
-        guard !gone.isEmpty else { return }
-        updateLatencies(leavingOut: Set(gone))
-        for port in gone { client.unregister(port) }
-    }
 
     /// Tells JACK (through the client's latency callback) that look-ahead routes carry some inputs
     /// (the voices) that many frames late, so latency-aware recorders know, and that a bridged

@@ -20,6 +20,7 @@ extension Router {
     /// What the router is doing now.
     public func status() -> RouterStatus {
         queue.sync {
+            collectFromEngine()
             let statistics = engine.statistics
             let mix = policy.mix
             let sessions = policy.state.appsByName

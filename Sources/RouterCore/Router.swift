@@ -35,8 +35,12 @@ public final class Router: @unchecked Sendable {
         /// The session file's own ducking settings, before a state file was laid over them: the
         /// target, floor and rules are saved only where they differ from these (nil: always).
         public var fileDucking: DuckingSettings?
-        /// How often the control thread collects retired plans and meters.
+        /// How often the control thread's housekeeping runs (retired plans, meters, timed
+        /// changes, fades) while it has work to do (Router+Housekeeping.swift)...
         public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
+        /// ...and while it has none: an idle router watches its server and collects statistics
+        /// at this pace.
+        public var idleHousekeepingInterval: DispatchTimeInterval = .milliseconds(100)
         /// Receives every notification of the policy, in order, on the control queue (the OSC
         /// layer forwards them to apps and subscribers). It must not block.
         public var onNotification: @Sendable (RouterNotification) -> Void = { _ in }
@@ -80,11 +84,12 @@ public final class Router: @unchecked Sendable {
     let engine: Engine
     var inventory: PortInventory
     var patchbay: Patchbay
-    var publisher: PlanPublisher
+    /// Every change to what is published, or to what is timed, may give housekeeping work.
+    var publisher: PlanPublisher { didSet { if !housekeepingBusy { paceHousekeeping() } } }
     var policy: PolicyEngine
     /// The route every app plays to (the policy's current route), as an index into the routes.
     var currentRoute: Int?
-    var timed = TimedChanges()
+    var timed = TimedChanges() { didSet { if !housekeepingBusy { paceHousekeeping() } } }
     var signals: SignalWatcher
     var keeper: StateKeeper
     var diagnostics = Diagnostics()
@@ -107,7 +112,12 @@ public final class Router: @unchecked Sendable {
     /// Plans are held back until `endCoalescing()` (an OSC burst).
     var coalescing = false
     var stopped = false
+    /// Housekeeping's timer, and whether it runs at the fast pace (`housekeepingInterval`) or
+    /// the idle one (Router+Housekeeping.swift).
     var timer: DispatchSourceTimer?
+    var housekeepingBusy = true
+    let housekeepingInterval: DispatchTimeInterval
+    let idleHousekeepingInterval: DispatchTimeInterval
     /// Reads the level watches every millisecond while any app is watched (`SignalWatcher`).
     var levelTimer: DispatchSourceTimer?
     let onNotification: @Sendable (RouterNotification) -> Void
@@ -127,6 +137,8 @@ public final class Router: @unchecked Sendable {
         keeper = StateKeeper(onSave: configuration.onSave)
         watchdog = CycleWatchdog(timeout: configuration.watchdogSeconds)
         defaultChannelCount = configuration.defaultChannelCount
+        housekeepingInterval = configuration.housekeepingInterval
+        idleHousekeepingInterval = configuration.idleHousekeepingInterval
         let session = configuration.session
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
         publisher = PlanPublisher(gainSlotCapacity: configuration.engine.gainSlotCapacity)
@@ -180,7 +192,7 @@ public final class Router: @unchecked Sendable {
         try onQueue { () throws(RouterError) in
             updateWatches()
             try attach(opened.client, epoch: opened.epoch, selectedRoute: session.selectedRoute)
-            startHousekeeping(every: configuration.housekeepingInterval)
+            startHousekeeping()
             for app in session.apps where app.startsActive {
                 do throws(RouterError) {
                     _ = try performOnQueue([Change(.activate(app: app.name))])
@@ -377,7 +389,10 @@ public final class Router: @unchecked Sendable {
     /// The peak of every app's and route's channels since the previous call (OSC meters: no
     /// transient between two meter messages is missed). Apps first, then routes, in order.
     public func takePeaks() -> [PeakMeter] {
-        queue.sync { diagnostics.takePeaks(apps: inventory.apps, routes: inventory.routes) }
+        queue.sync {
+            collectFromEngine()
+            return diagnostics.takePeaks(apps: inventory.apps, routes: inventory.routes)
+        }
     }
 
     /// Every metered app's and route's loudness, apps first, in order; nil when the router
