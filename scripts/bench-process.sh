@@ -6,7 +6,8 @@
 # of settling, the two alternating PROCESS_RUNS (5) times at every size of PROCESS_SIZES
 # ("1 16 64 128 256"). Then idle: the session loaded with PROCESS_IDLE_APPS (16) apps connected
 # to nothing and no OSC, as % of one core. Memory at the smallest and largest size: resident,
-# private (what the process alone holds) and shared memory mapped (JACK's segments among it).
+# private (what the process alone holds) and shared memory mapped (JACK's segments among it),
+# and what the router's private memory consists of (process-private.txt).
 # process.md, process.dat (medians and spreads), process-threads.txt (the first run's CPU by
 # thread) and docs/process-cpu.png (gnuplot).
 process_sizes=${PROCESS_SIZES:-1 16 64 128 256}
@@ -64,6 +65,7 @@ echo "| stereo apps | duckrouter µs CPU per cycle: median (min-max) | mixclient
 echo "|---|---|---|---|" >> "$out/process.md"
 : > "$out/process.dat"
 : > "$out/process-memory.txt"
+: > "$out/process-private.txt"
 : > "$out/process-threads.txt"
 for size in $process_sizes; do
     process_session "$size" true > "$out/process-session-$size.json"
@@ -78,6 +80,9 @@ for size in $process_sizes; do
             thread_ns "$started_pid" > "$out/process-threads-b"
             if [ "$run" = 1 ]; then
                 echo "$name $size $(process_memory "$started_pid")" >> "$out/process-memory.txt"
+                if [ $program = router ]; then
+                    { echo "duckrouter at $size apps:"; python3 scripts/private-memory.py "$started_pid" 10; } >> "$out/process-private.txt"
+                fi
                 echo "$name $size apps: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
             fi
             kill -INT "$started_pid"; wait "$started_pid" || true
@@ -97,9 +102,11 @@ print(f"   {size:>3} apps: duckrouter {r:.1f} µs per cycle (runs {', '.join(f'{
 PY
 done
 
-# Idle: the session loaded, its apps connected to nothing, no OSC.
+# Idle: the session loaded, its apps connected to nothing, no OSC; and, alternating with it, the
+# C client with as many inputs connected to nothing: what any JACK client doing this costs here.
 process_session "$process_idle_apps" false > "$out/process-session-idle.json"
 idle=()
+idle_c=()
 for run in $(seq "$process_runs"); do
     start_router_for idle
     for _ in $(seq 150); do jack_lsp 2>/dev/null | grep -q "^duckrouter:route4_out_2$" && break; sleep 0.1; done
@@ -109,20 +116,31 @@ for run in $(seq "$process_runs"); do
     thread_ns "$started_pid" > "$out/process-threads-b"
     [ "$run" = 1 ] && echo "duckrouter idle: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
     kill -INT "$started_pid"; wait "$started_pid" || true
+    "$out/mixclient" mixclient "$process_idle_apps" 4 2>>"$out/mixclient.log" &
+    started_pid=$!
+    pids+=("$started_pid")
+    for _ in $(seq 150); do jack_lsp 2>/dev/null | grep -q "^mixclient:route4_out_2$" && break; sleep 0.1; done
+    sleep 2
+    idle_c+=("$(cpu_per_cycle "$started_pid" "$process_seconds")")
+    kill -INT "$started_pid"; wait "$started_pid" || true
 done
-python3 - "${idle[*]}" "$rate" "$period" "$process_idle_apps" "$out" <<'PY'
+python3 - "${idle[*]}" "${idle_c[*]}" "$rate" "$period" "$process_idle_apps" "$out" <<'PY'
 import statistics, sys
-runs, rate, period, apps, out = [float(x) for x in sys.argv[1].split()], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+runs, runs_c = [float(x) for x in sys.argv[1].split()], [float(x) for x in sys.argv[2].split()]
+rate, period, apps, out = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 cycle_us = 1e6 * period / rate
-m = statistics.median(runs)
+m, c = statistics.median(runs), statistics.median(runs_c)
 line = (f"Idle ({apps} apps loaded, none sounding, no OSC): {m:.1f} µs per cycle = {m / cycle_us * 100:.2f}% of one core "
-        f"(runs {', '.join(f'{x:.1f}' for x in runs)})")
+        f"(runs {', '.join(f'{x:.1f}' for x in runs)}); the C client with {apps} stereo inputs connected to nothing: "
+        f"{c:.1f} µs = {c / cycle_us * 100:.2f}% (runs {', '.join(f'{x:.1f}' for x in runs_c)}); {m / c:.2f}x")
 print("   " + line)
 with open(f"{out}/process.md", "a") as f:
     f.write("\n" + line + "\n")
 PY
 echo "   memory (kB: resident, private, shared mapped), first run of each size:"
 sed 's/^/     /' "$out/process-memory.txt"
+echo "   private memory of duckrouter by mapping (scripts/private-memory.py), first run of each size:"
+sed 's/^/     /' "$out/process-private.txt"
 echo "   CPU by thread (ms a second), first run of each size:"
 sed 's/^/     /' "$out/process-threads.txt"
 

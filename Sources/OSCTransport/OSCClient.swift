@@ -45,6 +45,14 @@ public final class OSCClient {
 
     deinit { close(fd) }
 
+    /// The receive buffer the kernel granted this socket, bytes (it doubles what is asked for,
+    /// within net.core.rmem_max).
+    public var receiveBufferBytes: Int {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, &length) == 0 ? Int(value) : 0
+    }
+
     /// The local port (where UDP replies and notifications arrive).
     public var localPort: UInt16 {
         var storage = sockaddr_storage()

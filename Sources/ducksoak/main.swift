@@ -258,7 +258,7 @@ struct DuckSoak: ParsableCommand {
               packets sent \(sent + garbage) (\(String(format: "%.0f", Double(sent + garbage) / seconds))/s): \(sent) OSC messages, \(answered) answered (\(errors) with /error, as expected), and \(garbage) non-OSC packets (unanswered)
               apps registered and unregistered: \(peers.reduce(0) { $0 + $1.churn }) messages; state file checked \(stateChecks) times
               resident memory: \(baseline) kB after \(Int(warmup)) s warm-up, \(end) kB at the end (growth \(end - baseline) kB, peak \(peak) kB)
-              UDP datagrams dropped by the kernel (full receive buffers): \(dropsAtDaemon.map(String.init) ?? "?") at duckrouter's socket, \(dropsHere.map(String.init) ?? "?") at ducksoak's
+              UDP datagrams dropped by the kernel (full receive buffers): \(dropsAtDaemon.map(String.init) ?? "?") at duckrouter's socket, \(dropsHere.map(String.init) ?? "?") at ducksoak's (its buffer \(udp.client.receiveBufferBytes / 1024) kB)
               xruns: \(xruns); process callback: mean \(us("meanUs")) µs, p99 \(us("p99Us")) µs, max \(us("maxUs")) µs of \(us("budgetUs")) µs
               \(failures.isEmpty ? "PASS" : "FAIL:\n    " + failures.joined(separator: "\n    "))
             """

@@ -295,6 +295,35 @@ struct EngineTests {
         #expect(reading.outputPeaks[0] == 0.25)
         #expect(reading.frames == 64)
     }
+
+    @Test("a control side slow to collect loses no peak: the last block goes on gathering until a free one can take its place")
+    func metersWhileNotCollected() throws {
+        var configuration = Engine.Configuration()
+        configuration.meterIntervalFrames = 64
+        configuration.meterBlocks = 4
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(32, 0.1), out = buffers.make(32)
+        try engine.publish(plan(inputs: [a], output: out, gains: [1]))
+        // 40 cycles, 20 meter intervals, with nothing collected: three blocks are full after
+        // 6 cycles, and the fourth goes on gathering.
+        for _ in 0..<40 { engine.runCycle(frames: 32) }
+        a.update(repeating: 0.9, count: 32)   // a click, long after the free blocks ran out
+        engine.runCycle(frames: 32)
+        a.update(repeating: 0.1, count: 32)
+        for _ in 0..<5 { engine.runCycle(frames: 32) }
+        let first = try #require(engine.collectMeters())
+        #expect(first.frames == 3 * 64 && first.inputPeaks[0] == 0.1)
+        // Blocks are free again: the gathering one is handed over at the next cycle, click and all.
+        engine.runCycle(frames: 32)
+        let second = try #require(engine.collectMeters())
+        #expect(second.inputPeaks[0] == 0.9, "the click is in the meters")
+        #expect(first.frames + second.frames == 47 * 32, "every cycle was metered")
+        // Metering goes on in whole intervals again.
+        engine.runCycle(frames: 32)
+        engine.runCycle(frames: 32)
+        #expect(engine.collectMeters()?.frames == 64)
+    }
 }
 
 @Suite("SPSC ring")

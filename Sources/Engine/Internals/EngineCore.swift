@@ -69,7 +69,9 @@ struct EngineCore: ~Copyable {
         meterFull = SPSCRing(minimumCapacity: configuration.meterBlocks)
         timings = SPSCRing(minimumCapacity: configuration.timingRingCapacity)
         levels = SPSCRing(minimumCapacity: configuration.levelRingCapacity)
-        gaps = SPSCRing(minimumCapacity: Engine.recentGapCount)
+        // Drained at every housekeeping tick, 100 ms apart when the router is idle: room for a
+        // gap every cycle of that long at 16 frames and 48 kHz.
+        gaps = SPSCRing(minimumCapacity: 512)
         watchPeaks = .allocate(capacity: max(configuration.maxLevelWatches, 1))
         watchPeaks.initialize(repeating: -1, count: max(configuration.maxLevelWatches, 1))
         tapBlocked = .allocate(capacity: max(configuration.maxTapGroups, 1))
@@ -404,7 +406,12 @@ private func finishCycle(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) 
     if let meter = core.pointee.meter {
         meter.pointee.frames &+= frames
         meter.pointee.cycles &+= 1
+        // Handed over only when a free block is there to take its place at the next cycle's
+        // start (only this thread takes free blocks): while the control side has returned none
+        // (an idle router collects every 100 ms), this block goes on gathering, so no cycle is
+        // left unmetered.
         if meter.pointee.frames >= core.pointee.configuration.meterIntervalFrames,
+           core.pointee.meterFree.peek() != nil,
            core.pointee.meterFull.push(UInt(bitPattern: meter)) {
             core.pointee.meter = nil
         }
