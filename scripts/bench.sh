@@ -20,7 +20,8 @@
 # scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
 # apps, timed from outside by scripts/proctime.c (LD_PRELOAD) for duckrouter and jack_mix_box alike,
 # beside the C reference and Swift kernels alone (duckbench --per-cycle); SCALE_SECONDS (default 10)
-# each. A table (scale.md), the data (scale.dat) and a plot (docs/process-time.png, gnuplot).
+# each; SCALE_ROUTES (default 1) routes in the router's session. A table (scale.md), the data
+# (scale.dat) and a plot (docs/process-time.png, gnuplot).
 # process: the whole process (every thread's CPU) against a plain C client doing the same mix
 # (scripts/mixclient.c), alternating, at 1 to 256 stereo apps, and idle (scripts/bench-process.sh).
 # pipewire: the same measurement (and each process's CPU per cycle, as in router) under a private
@@ -294,6 +295,9 @@ fi
 # parts alike, on whichever server runs.
 scale_seconds=${SCALE_SECONDS:-10}
 scale_apps=${SCALE_APPS:-1 16 64 128 256}
+# Routes of the router's session (each a stereo pair to system:playback; the first is current and
+# carries the mix, the others are written silent); jack_mix_box always has one output.
+scale_routes=${SCALE_ROUTES:-1}
 router_log_level=warning
 router_log="$out/duckrouter-scale.log"
 proctime_built=false
@@ -319,12 +323,13 @@ timed_window() {
 measure_callbacks() {
     local n=$1 pid
     build_proctime
-    python3 - "$n" > "$out/scale-session.json" <<'PY'
+    python3 - "$n" "$scale_routes" > "$out/scale-session.json" <<'PY'
 import json, sys
-n = int(sys.argv[1])
+n, routes = int(sys.argv[1]), int(sys.argv[2])
 print(json.dumps({
     "client": "duckrouter",
-    "routes": [{"name": "speaker", "ports": ["system:playback_1", "system:playback_2"]}],
+    "routes": [{"name": "speaker" if r == 1 else f"route{r}", "ports": ["system:playback_1", "system:playback_2"]}
+               for r in range(1, routes + 1)],
     "apps": [{"name": f"app{a:03d}", "category": "ambient", "active": True, "connect": ["feeder:output1", "feeder:output2"]}
              for a in range(1, n + 1)],
 }))
@@ -358,7 +363,7 @@ PY
 }
 
 if part scale; then
-echo "== Process callback time per cycle at 1 to 256 stereo apps, $period frames (scripts/proctime.c)"
+echo "== Process callback time per cycle at $scale_apps stereo apps, $scale_routes route(s), $period frames (scripts/proctime.c)"
 : > "$out/scale.dat"
 {
 echo "| stereo apps | duckrouter mean / p99 / max µs | RSS | jack_mix_box mean / p99 / max µs | RSS | C reference kernel mean / p99 / max µs | Swift kernel mean / p99 / max µs |"
