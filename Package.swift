@@ -5,8 +5,7 @@ import PackageDescription
 // the Engine is Swift and real-time safe (its only C is the floating-point control register, in
 // CFloatEnvironment), executables only wire modules together.
 // Built with -O in debug builds too (preconditions and overflow checks stay; only assert() goes):
-// the Engine, whose process callback must meet JACK's deadline in the integration tests, and the
-// control plane (Policy, RouterCore, OSCTransport, OSCControl), which the tests drive at real
+// the Engine (why: at its target) and the control plane (Policy, RouterCore, OSCTransport, OSCControl), which the tests drive at real
 // rates on two shared cores: the 60 s soak's 1,000 OSC messages a second took 49 % of a core
 // unoptimised, 29 % optimised (release: 20 %), and answers went missing on a loaded CI machine.
 let optimisedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"])]

@@ -18,9 +18,16 @@ extension Router {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.setEventHandler { [weak self] in self?.housekeeping() }
         self.timer = timer
-        housekeepingBusy = true
-        timer.schedule(deadline: .now() + housekeepingInterval, repeating: housekeepingInterval)
+        schedule(timer, busy: true)
         timer.resume()
+    }
+
+    /// The next tick one interval of the pace from now, and every interval after.
+    private func schedule(_ timer: DispatchSourceTimer, busy: Bool) {
+        housekeepingBusy = busy
+        let interval = busy ? housekeepingInterval : idleHousekeepingInterval
+        timer.schedule(deadline: .now() + interval, repeating: interval,
+                       leeway: busy ? .nanoseconds(0) : .milliseconds(10))
     }
 
     /// Whether housekeeping runs at its idle pace now (for tests and diagnostics).
@@ -42,10 +49,7 @@ extension Router {
         guard let timer, !stopped else { return }
         let busy = housekeepingHasWork
         guard busy != housekeepingBusy, busy || fromTick else { return }
-        housekeepingBusy = busy
-        let interval = busy ? housekeepingInterval : idleHousekeepingInterval
-        timer.schedule(deadline: .now() + interval, repeating: interval,
-                       leeway: busy ? .nanoseconds(0) : .milliseconds(10))
+        schedule(timer, busy: busy)
     }
 
     /// Every housekeeping interval: statistics and meters in, due timed changes and finished fades
@@ -53,7 +57,7 @@ extension Router {
     private func housekeeping() {
         guard !stopped else { return }
         defer { paceHousekeeping(fromTick: true) }
-        engine.collectProcessTimes()
+        collectFromEngine()
         if let xruns = diagnostics.xrunsToNotify() {
             logger.notice("JACK xruns", metadata: ["new": "\(xruns.new)", "total": "\(xruns.total)"])
             onNotification(.xruns(total: xruns.total, new: xruns.new))
@@ -67,19 +71,17 @@ extension Router {
         }
         guard let client = link.client else { return }
         engine.collectRetiredPlans()
-        diagnostics.collectMeters(from: engine)
         runDueChanges(now: client.frameTime)
         let fadeEnded = publisher.followAdoption(on: engine, periodFrames: bufferSize)
         if publisher.needsPublish || fadeEnded { republish() }
         removeRetiredPorts()
     }
 
-    /// Cycle times and meters the audio thread has handed over since the last tick, for a reader
+    /// Cycle times and meters the audio thread has handed over: at every tick, and for a reader
     /// who should not wait for the next one (an idle tick is 100 ms away).
     func collectFromEngine() {
-        guard link.client != nil else { return }
         engine.collectProcessTimes()
-        diagnostics.collectMeters(from: engine)
+        if link.client != nil { diagnostics.collectMeters(from: engine) }
     }
 
     /// Unregisters the ports of removed apps once no plan the audio thread may use reads them.
