@@ -92,10 +92,9 @@ struct LookaheadFreshnessTests {
             let after = router.status()
             let out = recording.channels[0]
             let xruns = after.xruns - before.xruns, missed = Int(after.missedCycles - before.missedCycles)
-            let touched = recording.touchedByMissedCycles(others: after.recentGaps.map { ($0.firstFrame, $0.frames) }, margin: period)
-            let located = after.recentGaps.filter { gap in
-                recording.index(ofFrame: gap.firstFrame).map { $0 + Int(gap.frames) > 0 && $0 < out.count } ?? false
-            }.reduce(0) { $0 + (Int($1.frames) + period - 1) / period }
+            let routerGaps = after.recentGaps.map { ($0.firstFrame, $0.frames) }
+            let touched = recording.touchedByMissedCycles(others: routerGaps, margin: period)
+            let located = recording.cyclesMissed(within: routerGaps, period: period)
             let clean = xruns == 0 && located >= missed
             let what = "take \(take): \(xruns) xruns, \(missed) cycles the router missed (\(located) located), \(recording.gaps.count) the recorder missed"
             if !clean && take < 5 {

@@ -141,11 +141,8 @@ struct LoudnessDuckingTests {
                 var spoiled = 1_000
                 if let before, let past {
                     let own = recording.missedStretches
-                    let routerOnly = past.gaps.filter { gap in
-                        !before.gaps.contains { $0 == gap } && !own.contains { $0 == gap }
-                            && (recording.index(ofFrame: gap.firstFrame).map { $0 + Int(gap.frames) > 0 && $0 < recording.channels[0].count } ?? false)
-                    }
-                    spoiled = (past.xruns - before.xruns) + routerOnly.reduce(0) { $0 + (Int($1.frames) + period - 1) / period }
+                    let routerOnly = past.gaps.filter { gap in !before.gaps.contains { $0 == gap } && !own.contains { $0 == gap } }
+                    spoiled = (past.xruns - before.xruns) + recording.cyclesMissed(within: routerOnly, period: period)
                 }
                 if spoiled < (best?.spoiled ?? .max) { best = (spoiled, recording) }
                 if spoiled <= 2 { break }

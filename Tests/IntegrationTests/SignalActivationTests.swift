@@ -94,11 +94,10 @@ struct SignalActivationTests {
                 let after = router.status()
                 let xruns = after.xruns - before.xruns, missed = Int(after.missedCycles - before.missedCycles)
                 let period = SignalActivationTests.period
-                let touched = take.touchedByMissedCycles(others: after.recentGaps.map { ($0.firstFrame, $0.frames) }, margin: period)
+                let routerGaps = after.recentGaps.map { ($0.firstFrame, $0.frames) }
+                let touched = take.touchedByMissedCycles(others: routerGaps, margin: period)
                 // Every cycle the router missed must be located, or the whole take counts as touched.
-                let located = after.recentGaps.filter { gap in
-                    take.index(ofFrame: gap.firstFrame).map { $0 + Int(gap.frames) > 0 && $0 < take.channels[0].count } ?? false
-                }.reduce(0) { $0 + (Int($1.frames) + period - 1) / period }
+                let located = take.cyclesMissed(within: routerGaps, period: period)
                 let onset = SignalActivationTests.onset(take.channels[reference.rawValue]) ?? 0
                 let window = (onset + Int(judged.lowerBound * Double(rate)))..<(onset + Int(judged.upperBound * Double(rate)))
                 let clean = xruns == 0 && located >= missed && !touched.contains { $0.overlaps(window) }

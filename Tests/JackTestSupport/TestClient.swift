@@ -228,6 +228,15 @@ public struct Recording: Sendable {
         return cycle.index + Int(Int32(bitPattern: frame &- cycle.frameTime))
     }
 
+    /// How many cycles of `period` frames another client missed within this recording: of its
+    /// missed stretches (first frame and length, e.g. the router's `recentGaps`), those that reach
+    /// into the take, each as many cycles as periods it spans (a part of one counting as one).
+    public func cyclesMissed(within stretches: [(firstFrame: UInt32, frames: UInt32)], period: Int) -> Int {
+        stretches.filter { gap in
+            index(ofFrame: gap.firstFrame).map { $0 + Int(gap.frames) > 0 && $0 < (channels.first?.count ?? 0) } ?? false
+        }.reduce(0) { $0 + (Int($1.frames) + period - 1) / period }
+    }
+
     /// The samples a missed cycle may have touched: around each stretch of the frame clock the
     /// recorder missed, and around each one another client missed (`others`: first frame and
     /// length, e.g. the router's `recentGaps`), `margin` samples either side. A stretch both
