@@ -45,10 +45,18 @@ start_router_for() {
     started_pid=$!
     pids+=("$started_pid")
 }
-start_mixclient_for() {
-    "$out/mixclient" mixclient "$1" 4 feeder:output1 feeder:output2 2>>"$out/mixclient.log" &
+start_mixclient_for() {   # "idle": PROCESS_IDLE_APPS inputs connected to nothing
+    if [ "$1" = idle ]; then
+        "$out/mixclient" mixclient "$process_idle_apps" 4 2>>"$out/mixclient.log" &
+    else
+        "$out/mixclient" mixclient "$1" 4 feeder:output1 feeder:output2 2>>"$out/mixclient.log" &
+    fi
     started_pid=$!
     pids+=("$started_pid")
+}
+wait_port() {   # a port's full name: until it exists (15 s at most)
+    for _ in $(seq 150); do jack_lsp 2>/dev/null | grep -qx "$1" && return 0; sleep 0.1; done
+    return 1
 }
 wait_connected() {   # client name, apps
     local port
@@ -109,17 +117,15 @@ idle=()
 idle_c=()
 for run in $(seq "$process_runs"); do
     start_router_for idle
-    for _ in $(seq 150); do jack_lsp 2>/dev/null | grep -q "^duckrouter:route4_out_2$" && break; sleep 0.1; done
+    wait_port duckrouter:route4_out_2 || true
     sleep 2
     thread_ns "$started_pid" > "$out/process-threads-a"
     idle+=("$(cpu_per_cycle "$started_pid" "$process_seconds")")
     thread_ns "$started_pid" > "$out/process-threads-b"
     [ "$run" = 1 ] && echo "duckrouter idle: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
     kill -INT "$started_pid"; wait "$started_pid" || true
-    "$out/mixclient" mixclient "$process_idle_apps" 4 2>>"$out/mixclient.log" &
-    started_pid=$!
-    pids+=("$started_pid")
-    for _ in $(seq 150); do jack_lsp 2>/dev/null | grep -q "^mixclient:route4_out_2$" && break; sleep 0.1; done
+    start_mixclient_for idle
+    wait_port mixclient:route4_out_2 || true
     sleep 2
     idle_c+=("$(cpu_per_cycle "$started_pid" "$process_seconds")")
     kill -INT "$started_pid"; wait "$started_pid" || true
