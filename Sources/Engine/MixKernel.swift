@@ -53,8 +53,9 @@ public enum MixKernel {
     }
 
     /// The kernel the engine runs: explicit 8-lane SIMD, silent cells skipped, the first audible
-    /// contribution writes instead of adding (so no separate clearing pass).
-    @_noLocks
+    /// contribution writes instead of adding (so no separate clearing pass). Returns whether any
+    /// contribution was audible; when none was, `output` holds zeros.
+    @_noLocks @discardableResult
     public static func vectorised(
         output: UnsafeMutablePointer<Float>,
         inputs: UnsafePointer<UnsafePointer<Float>>,
@@ -62,7 +63,7 @@ public enum MixKernel {
         count: Int,
         gains: UnsafeMutablePointer<GainState>,
         frames: Int
-    ) {
+    ) -> Bool {
         var wrote = false
         var c = 0
         while c < count {
@@ -84,6 +85,7 @@ public enum MixKernel {
             wrote = true
         }
         if !wrote { clear(output, frames: frames) }
+        return wrote
     }
 
     // MARK: - Vector loops

@@ -37,6 +37,13 @@ struct MixKernelTests {
         }
     }
 
+    /// The engine's kernel in the family's shape (it also says whether anything was audible).
+    static func vectorised(_ output: UnsafeMutablePointer<Float>, _ inputs: UnsafePointer<UnsafePointer<Float>>,
+                           _ contributions: UnsafePointer<MixContribution>, _ count: Int,
+                           _ gains: UnsafeMutablePointer<GainState>, _ frames: Int) {
+        _ = MixKernel.vectorised(output: output, inputs: inputs, contributions: contributions, count: count, gains: gains, frames: frames)
+    }
+
     static func run(_ kernel: MixKernel.Function, _ scene: Scene, frames: Int) -> (output: [Float], gains: [GainState]) {
         var gains = scene.gains
         var output = [Float](repeating: .nan, count: frames) // kernels must overwrite every sample
@@ -86,7 +93,7 @@ struct MixKernelTests {
         for frames in [16, 17, 31, 64, 100, 128, 255, 256, 1000, 1024, 2048, 4095, 4096] {
             let scene = Scene(inputCount: inputCount, frames: frames, seed: UInt64(inputCount * 10007 + frames))
             let reference = Self.run(MixKernel.reference, scene, frames: frames)
-            let fast = Self.run(MixKernel.vectorised, scene, frames: frames)
+            let fast = Self.run(Self.vectorised, scene, frames: frames)
             let c = Self.run(Self.cKernel, scene, frames: frames)
             Self.expectClose(fast.output, reference.output, "vectorised, \(inputCount) inputs, \(frames) frames")
             Self.expectClose(c.output, reference.output, "C, \(inputCount) inputs, \(frames) frames")
@@ -95,10 +102,38 @@ struct MixKernelTests {
         }
     }
 
+    /// The engine skips the peak scan of an output the kernel says nothing was audible on, so
+    /// that answer must be exact: false only when every sample written is zero.
+    @Test("the kernel says whether any contribution was audible: none, all silent, one ramping to silence, one steady")
+    func saysWhetherAudible() {
+        var audible = true
+        let kernel: MixKernel.Function = { output, inputs, contributions, count, gains, frames in
+            audible = MixKernel.vectorised(output: output, inputs: inputs, contributions: contributions, count: count, gains: gains, frames: frames)
+        }
+        let none = Self.run(kernel, Scene(inputCount: 0, frames: 64, seed: 3), frames: 64)
+        #expect(!audible && none.output.allSatisfy { $0 == 0 })
+
+        var scene = Scene(inputCount: 1, frames: 64, seed: 4)
+        scene.inputs[0] = [Float](repeating: 1, count: 64)
+        scene.gains[1] = .silent
+        let silent = Self.run(kernel, scene, frames: 64)
+        #expect(!audible && silent.output.allSatisfy { $0 == 0 }, "a silent cell")
+
+        var fading = GainState.steady(1)
+        fading.retarget(0, frames: 32)
+        scene.gains[1] = fading
+        let faded = Self.run(kernel, scene, frames: 64)
+        #expect(audible && faded.output[0] > 0, "a cell fading to silence within the block is audible")
+
+        scene.gains[1] = .steady(0.5)
+        let steady = Self.run(kernel, scene, frames: 64)
+        #expect(audible && steady.output.allSatisfy { $0 == 0.5 })
+    }
+
     @Test("no contributions write silence")
     func noInputsIsSilence() {
         let scene = Scene(inputCount: 0, frames: 33, seed: 1)
-        #expect(Self.run(MixKernel.vectorised, scene, frames: 33).output == [Float](repeating: 0, count: 33))
+        #expect(Self.run(Self.vectorised, scene, frames: 33).output == [Float](repeating: 0, count: 33))
         #expect(Self.run(MixKernel.reference, scene, frames: 33).output == [Float](repeating: 0, count: 33))
     }
 
@@ -109,7 +144,7 @@ struct MixKernelTests {
         var state = GainState.steady(1)
         state.retarget(0.1, frames: 40)
         scene.gains[1] = state
-        let (output, gains) = Self.run(MixKernel.vectorised, scene, frames: 64)
+        let (output, gains) = Self.run(Self.vectorised, scene, frames: 64)
         let step: Float = 0.9 / 40
         for i in 1..<40 { #expect(abs((output[i - 1] - output[i]) - step) < 1e-6) }
         for i in 39..<64 { #expect(output[i] == 0.1) }

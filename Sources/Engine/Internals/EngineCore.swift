@@ -340,15 +340,18 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             continue
         }
         let inputs = output.delayed ? core.pointee.delayedInputBuffers : core.pointee.inputBuffers
-        MixKernel.vectorised(output: out,
-                             inputs: UnsafePointer(inputs),
-                             contributions: plan.pointee.contributions + Int(output.firstContribution),
-                             count: Int(output.contributionCount),
-                             gains: core.pointee.gains,
-                             frames: frames)
+        let audible = MixKernel.vectorised(output: out,
+                                           inputs: UnsafePointer(inputs),
+                                           contributions: plan.pointee.contributions + Int(output.firstContribution),
+                                           count: Int(output.contributionCount),
+                                           gains: core.pointee.gains,
+                                           frames: frames)
         // Finite inputs can still overflow to infinity when summed; nothing non-finite leaves.
+        // An output nothing was audible on holds zeros (most routes but the current one).
         let peak: Float
-        if let finitePeak = SignalGuard.peakIfFinite(out, frames: frames) {
+        if !audible {
+            peak = 0
+        } else if let finitePeak = SignalGuard.peakIfFinite(out, frames: frames) {
             peak = finitePeak
         } else {
             _ = core.pointee.nonFiniteOutputBuffers.add(1, ordering: .relaxed)
