@@ -281,6 +281,7 @@ public final class Engine {
     public var statistics: Statistics {
         Statistics(processedFrames: core.pointee.processedFrames.load(ordering: .acquiring),
                    cycles: core.pointee.cycles.load(ordering: .acquiring),
+                   lastCycleStart: core.pointee.lastCycleStart.load(ordering: .relaxed),
                    nonFiniteInputBuffers: core.pointee.nonFiniteInputBuffers.load(ordering: .relaxed),
                    nonFiniteOutputBuffers: core.pointee.nonFiniteOutputBuffers.load(ordering: .relaxed),
                    oversizedCycles: core.pointee.oversizedCycles.load(ordering: .relaxed),
@@ -288,9 +289,14 @@ public final class Engine {
                    droppedTapSpans: core.pointee.droppedTapSpans.load(ordering: .relaxed))
     }
 
+    /// The monotonic clock the audio thread times its cycles by, in ns (`Statistics.lastCycleStart`).
+    public static var monotonicNow: UInt64 { monotonicNanoseconds() }
+
     public struct Statistics: Sendable, Equatable {
         public var processedFrames: UInt64
         public var cycles: UInt64
+        /// When the latest of `cycles` began (`Engine.monotonicNow`); 0 before the first.
+        public var lastCycleStart: UInt64
         public var nonFiniteInputBuffers: UInt64
         public var nonFiniteOutputBuffers: UInt64
         public var oversizedCycles: UInt64

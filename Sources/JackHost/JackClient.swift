@@ -1,4 +1,5 @@
 import CJack
+import Dispatch
 import Engine
 
 #if canImport(Glibc)
@@ -29,6 +30,10 @@ public final class JackClient {
     private var context: Unmanaged<CallbackContext>?
     /// Where the info-shutdown callback leaves its flag and reason; freed in `deinit`.
     private let shutdownNotice: UnsafeMutablePointer<ShutdownNotice>
+    /// Watches the pipe the shutdown callback writes to, and sends `.serverShutDown` to `events`
+    /// (only with `events`). Cancelled in `close()` once JACK can no longer call the callback;
+    /// its cancel handler closes both ends of the pipe.
+    private var shutdownWatch: DispatchSourceRead?
     private var isActive = false
     /// Ports registered and not yet unregistered, unregistered one by one before closing.
     private var registered: [JackPort] = []
@@ -39,8 +44,9 @@ public final class JackClient {
     /// Opens a client on the named server (`nil`: `$JACK_DEFAULT_SERVER`, else `default`). Never
     /// starts a server. `events` is called on JACK's notification thread; it should only enqueue.
     /// `reportsLatency`: the client tells JACK its ports' latencies itself (`setLatencies`), for
-    /// outputs that hear their inputs late; only with `events`. Whether the server went away is
-    /// not an event: poll `shutdownReason`.
+    /// outputs that hear their inputs late; only with `events`. When the server goes away,
+    /// `events` gets `.serverShutDown` (from a queue of the client's own) once `shutdownReason`
+    /// says why; without `events`, poll `shutdownReason`.
     public init(name: String, server: String? = nil, reportsLatency: Bool = false,
                 events: (@Sendable (JackEvent) -> Void)? = nil) throws(JackError) {
         let resolvedServer = server ?? ProcessInfoServerName.current
@@ -54,7 +60,8 @@ public final class JackClient {
             throw .openFailed(client: name, status: flags)
         }
         client = opened
-        shutdownNotice = ShutdownNotice.make()
+        let wake = events == nil ? nil : Self.makeWakePipe()
+        shutdownNotice = ShutdownNotice.make(wakeDescriptor: wake?.write ?? -1)
         self.name = String(cString: jack_get_client_name(opened))
         jack_on_info_shutdown(opened, infoShutdownCallback, UnsafeMutableRawPointer(shutdownNotice))
         // PipeWire's libjack up to 0.3.70 (Debian 12 has 0.3.65) calls only the plain callback;
@@ -62,6 +69,7 @@ public final class JackClient {
         // only the first call counts.
         jack_on_shutdown(opened, shutdownCallback, UnsafeMutableRawPointer(shutdownNotice))
         if let events {
+            if let wake { shutdownWatch = Self.watch(wake, events: events) }
             let context = Unmanaged.passRetained(CallbackContext(client: opened, handler: events))
             self.context = context
             let arg = context.toOpaque()
@@ -83,6 +91,39 @@ public final class JackClient {
         close()
         // jack_client_close has returned: the info-shutdown callback can no longer run.
         ShutdownNotice.destroy(shutdownNotice)
+    }
+
+    /// The queue that reads the shutdown pipe and calls `events` from it (as JACK's notification
+    /// thread calls it for the other events).
+    private static let shutdownQueue = DispatchQueue(label: "duckrouter.jack-shutdown")
+
+    /// A non-blocking, close-on-exec pipe; nil when none can be made (then the loss is seen at the
+    /// next poll of `shutdownReason`).
+    private static func makeWakePipe() -> (read: Int32, write: Int32)? {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return nil }
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        return (ends[0], ends[1])
+    }
+
+    /// Sends `.serverShutDown` to `events` when the shutdown callback writes its byte. The
+    /// callback writes once, so the event is sent once.
+    private static func watch(_ wake: (read: Int32, write: Int32), events: @escaping @Sendable (JackEvent) -> Void) -> DispatchSourceRead {
+        let source = DispatchSource.makeReadSource(fileDescriptor: wake.read, queue: shutdownQueue)
+        source.setEventHandler {
+            var bytes = (UInt8(0), UInt8(0), UInt8(0), UInt8(0))
+            guard withUnsafeMutableBytes(of: &bytes, { read(wake.read, $0.baseAddress, $0.count) }) > 0 else { return }
+            events(.serverShutDown)
+        }
+        source.setCancelHandler {
+            Glibc.close(wake.read)
+            Glibc.close(wake.write)
+        }
+        source.resume()
+        return source
     }
 
     private func check(_ what: String, _ code: Int32) throws(JackError) {
@@ -153,6 +194,9 @@ public final class JackClient {
             self.client = nil
             isActive = false
         }
+        // jack_client_close has returned: the shutdown callback can no longer write to the pipe.
+        shutdownWatch?.cancel()
+        shutdownWatch = nil
         context?.release()
         context = nil
     }

@@ -13,4 +13,7 @@ public enum JackEvent: Sendable, Equatable {
     /// JACK worked the client's playback latencies out again (with `reportsLatency`): what its
     /// outputs feed may report other latencies now.
     case latenciesChanged
+    /// The server shut the client down (`JackClient.shutdownReason` says why): the client is dead,
+    /// ask nothing more of it but `close()`.
+    case serverShutDown
 }

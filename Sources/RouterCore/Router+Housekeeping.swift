@@ -9,8 +9,10 @@ import JackHost
 /// `CycleWatchdog`, xruns).
 ///
 /// It runs every `housekeepingInterval` (10 ms) while it has work in the next few ticks, and every
-/// `idleHousekeepingInterval` (100 ms) otherwise, so that an idle router wakes ten times a second
-/// rather than a hundred. Anything that gives it work (a plan published or waiting, a timed
+/// `idleHousekeepingInterval` (1 s) otherwise, so that an idle router wakes once a second rather
+/// than a hundred times. An idle tick only sends xrun notices (at most one a second anyway) and
+/// runs the `CycleWatchdog` (2 s); a server that shuts the client down is seen at once
+/// (`JackEvent.serverShutDown`), and readers of statistics collect them themselves. Anything that gives it work (a plan published or waiting, a timed
 /// change) changes `publisher` or `timed`, whose observers bring the fast pace back at once; only
 /// a tick goes back to the slow one. Control queue only.
 extension Router {
@@ -27,19 +29,20 @@ extension Router {
         housekeepingBusy = busy
         let interval = busy ? housekeepingInterval : idleHousekeepingInterval
         timer.schedule(deadline: .now() + interval, repeating: interval,
-                       leeway: busy ? .nanoseconds(0) : .milliseconds(10))
+                       leeway: busy ? .nanoseconds(0) : .milliseconds(50))
     }
 
     /// Whether housekeeping runs at its idle pace now (for tests and diagnostics).
     public var housekeepingIsIdle: Bool { queue.sync { !housekeepingBusy } }
 
     /// Whether housekeeping has work in its next few ticks: a plan waiting, or published and not
-    /// yet adopted; fades to follow; timed changes; apps whose ports wait to be unregistered.
+    /// yet adopted; fades to follow; timed changes; apps whose ports wait to be unregistered; a
+    /// server that has run no cycle for a while (the watchdog's time runs out between two ticks).
     /// Nothing while no server runs the client (only the watch on the server is left to do).
     var housekeepingHasWork: Bool {
         guard link.client != nil else { return false }
         return publisher.needsPublish || publisher.isFading || !timed.isEmpty || inventory.isRetiring
-            || engine.adoptedPlanGeneration < publisher.publishedGeneration
+            || engine.adoptedPlanGeneration < publisher.publishedGeneration || stallSuspected
     }
 
     /// Sets the pace from `housekeepingHasWork`: fast at once when there is work (the next tick
@@ -65,10 +68,15 @@ extension Router {
         // JACK's shutdown callback only raises a flag (it may run on the process thread).
         if let reason = link.client?.shutdownReason { serverLost(reason) }
         // Some servers say nothing (a hung one; PipeWire without either callback): no cycle for
-        // the watchdog's time is taken as a loss too.
-        if let quiet = watchdog.check(cycles: engine.statistics.cycles, now: DispatchTime.now().uptimeNanoseconds, period: periodSeconds) {
+        // the watchdog's time is taken as a loss too. While no cycle has run for a while, the
+        // ticks are fast, so the loss is taken on time.
+        let statistics = engine.statistics
+        let now = Engine.monotonicNow
+        if let quiet = watchdog.check(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now, period: periodSeconds) {
             serverStalled(quiet: quiet)
         }
+        stallSuspected = watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now,
+                                          threshold: stallReportThreshold) != nil
         guard let client = link.client else { return }
         engine.collectRetiredPlans()
         runDueChanges(now: client.frameTime)
@@ -78,7 +86,7 @@ extension Router {
     }
 
     /// Cycle times and meters the audio thread has handed over: at every tick, and for a reader
-    /// who should not wait for the next one (an idle tick is 100 ms away).
+    /// who should not wait for the next one (an idle tick is up to a second away).
     func collectFromEngine() {
         engine.collectProcessTimes()
         if link.client != nil { diagnostics.collectMeters(from: engine) }

@@ -58,7 +58,7 @@ extension Router {
             detach()
             throw RouterError(error)
         }
-        watchdog.arm(cycles: engine.statistics.cycles, now: DispatchTime.now().uptimeNanoseconds)
+        watchdog.arm(cycles: engine.statistics.cycles, now: Engine.monotonicNow)
         reportNetManager(link.startNetManager())
         patchbay.connectRoutes(inventory.routes, on: opened)
         patchbay.connectInputs(inventory.input, on: opened)
@@ -96,8 +96,9 @@ extension Router {
     }
 
     /// The server shut the client down (jackd stopped or crashed). JACK's notification only flags
-    /// it, and housekeeping sees the flag; here the client is given up, the router keeps every
-    /// setting and keeps answering, and tries to join the server again with backoff.
+    /// it and wakes the client's shutdown queue, which sends `.serverShutDown` here (housekeeping
+    /// looks at the flag too); here the client is given up, the router keeps every setting and
+    /// keeps answering, and tries to join the server again with backoff.
     func serverLost(_ reason: String) {
         giveUpServer(reason, "the JACK server went away: \(reason)", backOff: false)
     }
@@ -225,6 +226,9 @@ extension Router {
             refreshRouteLatencies(port: source)
         case .latenciesChanged:
             refreshRouteLatencies()
+        case .serverShutDown:
+            // Taken above, from the flag the callback set before it woke this.
+            return
         }
     }
 

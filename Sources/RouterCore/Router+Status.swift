@@ -8,6 +8,9 @@ extension Router {
     /// A client that has run no cycle for this long (or four periods, if longer) shows as stalled.
     static let stallReportSeconds = 0.5
 
+    /// `stallReportSeconds`, or four periods if longer.
+    var stallReportThreshold: Double { max(Router.stallReportSeconds, 4 * periodSeconds) }
+
     /// One period, in seconds.
     var periodSeconds: Double { Double(bufferSize) / Double(max(sampleRate, 1)) }
 
@@ -26,8 +29,8 @@ extension Router {
             let sessions = policy.state.appsByName
             return RouterStatus(
                 client: clientName, server: resolvedServerName, jackConnected: link.client != nil,
-                jackStalledSeconds: watchdog.silence(cycles: statistics.cycles, now: DispatchTime.now().uptimeNanoseconds,
-                                                     threshold: max(Router.stallReportSeconds, 4 * periodSeconds)),
+                jackStalledSeconds: watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart,
+                                                     now: Engine.monotonicNow, threshold: stallReportThreshold),
                 jackDisconnectedSeconds: link.disconnectedSince.map { Date().timeIntervalSince($0) }, reconnects: link.reconnects,
                 processTime: engine.processTimes.sinceStart.summary, recentProcessTime: engine.processTimes.recent.summary,
                 planQueueFull: publisher.planQueueFull, sampleRate: sampleRate, bufferSize: bufferSize,

@@ -40,7 +40,7 @@ public final class Router: @unchecked Sendable {
         public var housekeepingInterval: DispatchTimeInterval = .milliseconds(10)
         /// ...and while it has none: an idle router watches its server and collects statistics
         /// at this pace.
-        public var idleHousekeepingInterval: DispatchTimeInterval = .milliseconds(100)
+        public var idleHousekeepingInterval: DispatchTimeInterval = .seconds(1)
         /// Receives every notification of the policy, in order, on the control queue (the OSC
         /// layer forwards them to apps and subscribers). It must not block.
         public var onNotification: @Sendable (RouterNotification) -> Void = { _ in }
@@ -116,6 +116,9 @@ public final class Router: @unchecked Sendable {
     /// the idle one (Router+Housekeeping.swift).
     var timer: DispatchSourceTimer?
     var housekeepingBusy = true
+    /// The last tick saw no cycle for `stallReportThreshold`: ticks stay fast until the watchdog
+    /// gives the server up or cycles run again.
+    var stallSuspected = false
     let housekeepingInterval: DispatchTimeInterval
     let idleHousekeepingInterval: DispatchTimeInterval
     /// Reads the level watches every millisecond while any app is watched (`SignalWatcher`).

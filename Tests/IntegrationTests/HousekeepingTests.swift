@@ -4,7 +4,7 @@ import Policy
 import RouterCore
 import Testing
 
-/// The control queue's housekeeping runs every 10 ms only while it has work, every 100 ms
+/// The control queue's housekeeping runs every 10 ms only while it has work, every second
 /// otherwise (issue 21: an idle router should cost next to nothing). Whatever gives it work must
 /// bring the fast pace back at once, or a change made while idle would wait for an idle tick.
 /// Here the idle pace is an hour: anything left waiting for it never comes, and the test fails
@@ -75,5 +75,18 @@ struct HousekeepingTests {
         Thread.sleep(forTimeInterval: 0.1)   // spacing only: however long, the cycles run in it are metered
         let music = router.takePeaks().first { $0.name == "music" }
         #expect(music.map { $0.peaks.count == 2 && $0.peaks.allSatisfy { abs($0 - 0.5) < 1e-4 } } == true, "\(String(describing: music))")
+    }
+
+    /// JACK's shutdown callback wakes the control queue itself: a server that goes away while
+    /// housekeeping idles is given up at once, not at its next tick (here an hour away).
+    @Test("a server that goes away while housekeeping idles is given up at once", arguments: ["stopped", "killed"])
+    func lossWhileIdle(how: String) throws {
+        let rig = try Self.rig()
+        let router = try #require(rig.router)
+        try rig.settle()
+        try waitFor("housekeeping to go idle") { router.housekeepingIsIdle }
+        #expect(router.status().jackConnected)
+        if how == "killed" { rig.server.kill9() } else { rig.server.stop() }
+        try waitFor("the router to give the \(how) server up", timeout: 5) { !router.status().jackConnected }
     }
 }

@@ -311,6 +311,32 @@ struct JackClientTests {
         #expect(!client.isOpen)
         #expect(client.shutdownReason == reason, "still readable after close()")
     }
+
+    @Test("a client with an event handler is sent serverShutDown when its server is killed, once, with shutdownReason already set; closing it leaves no descriptor open")
+    func serverShutDownEvent() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let descriptorsBefore = Self.openDescriptors()
+        let seen = Mutex(0)
+        let client = try JackClient(name: "hosttest", server: server.name) { event in
+            if event == .serverShutDown { seen.withLock { $0 += 1 } }
+        }
+        _ = try client.registerAudioPort("in", direction: .input)
+        try client.activate()
+        server.kill9()
+        try waitFor("serverShutDown after the server was killed") { seen.withLock { $0 > 0 } }
+        // The flag is set before the event is sent.
+        #expect(client.shutdownReason != nil)
+        Thread.sleep(forTimeInterval: 0.2)   // spacing only: a second event would have come by now
+        #expect(seen.withLock { $0 } == 1)
+        client.close()
+        // The pipe's two ends are closed by the watch's cancel handler, on its own queue.
+        try waitFor("the shutdown pipe's descriptors to be closed") { Self.openDescriptors() <= descriptorsBefore }
+    }
+
+    static func openDescriptors() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    }
 }
 
 /// What the counting process callback saw, in memory the test owns.

@@ -45,6 +45,9 @@ struct EngineCore: ~Copyable {
 
     let processedFrames = Atomic<UInt64>(0)
     let cycles = Atomic<UInt64>(0)
+    /// When the latest cycle began, in ns of the monotonic clock (`Engine.monotonicNow`); 0
+    /// before the first. Stored before `cycles` counts that cycle.
+    let lastCycleStart = Atomic<UInt64>(0)
     let adoptedGeneration = Atomic<UInt64>(0)
     let nonFiniteInputBuffers = Atomic<UInt64>(0)
     let nonFiniteOutputBuffers = Atomic<UInt64>(0)
@@ -69,9 +72,9 @@ struct EngineCore: ~Copyable {
         meterFull = SPSCRing(minimumCapacity: configuration.meterBlocks)
         timings = SPSCRing(minimumCapacity: configuration.timingRingCapacity)
         levels = SPSCRing(minimumCapacity: configuration.levelRingCapacity)
-        // Drained at every housekeeping tick, 100 ms apart when the router is idle: room for a
-        // gap every cycle of that long at 16 frames and 48 kHz.
-        gaps = SPSCRing(minimumCapacity: 512)
+        // Drained at every housekeeping tick, a second apart when the router is idle: room for a
+        // gap every cycle of that long at 16 frames and 48 kHz (3,000).
+        gaps = SPSCRing(minimumCapacity: 4096)
         watchPeaks = .allocate(capacity: max(configuration.maxLevelWatches, 1))
         watchPeaks.initialize(repeating: -1, count: max(configuration.maxLevelWatches, 1))
         tapBlocked = .allocate(capacity: max(configuration.maxTapGroups, 1))
@@ -128,6 +131,7 @@ func monotonicNanoseconds() -> UInt64 {
 func engineProcess(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
     _unsafePerformance { CFloatEnvironment_flush_denormals() }
     let start = monotonicNanoseconds()
+    core.pointee.lastCycleStart.store(start, ordering: .relaxed)
     engineProcessCycle(core, frames: frames)
     let elapsed = monotonicNanoseconds() &- start
     if !core.pointee.timings.push(UInt(truncatingIfNeeded: elapsed)) {
@@ -411,7 +415,7 @@ private func finishCycle(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) 
         meter.pointee.cycles &+= 1
         // Handed over only when a free block is there to take its place at the next cycle's
         // start (only this thread takes free blocks): while the control side has returned none
-        // (an idle router collects every 100 ms), this block goes on gathering, so no cycle is
+        // (an idle router collects once a second), this block goes on gathering, so no cycle is
         // left unmetered.
         if meter.pointee.frames >= core.pointee.configuration.meterIntervalFrames,
            core.pointee.meterFree.peek() != nil,

@@ -1,5 +1,8 @@
 import CJack
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What JACK's info-shutdown callback leaves for the control thread: a flag and JACK's reason.
 ///
@@ -13,6 +16,13 @@ import Synchronization
 /// after `jack_client_close` has returned, when JACK can no longer call the callback. The reason
 /// bytes are written once, by the one thread that moves `state` from `running` to `writing`, and
 /// read only by a thread that has seen `state` at `gone` with acquiring order.
+///
+/// Waking the control side: when made with a `wakeDescriptor` (the write end of a non-blocking
+/// pipe whose read end `JackClient` watches), the callback writes one byte there after the flag,
+/// so the loss is handled at once rather than at the next look. `write(2)` on a pipe is
+/// async-signal-safe and takes no user-space lock; it is made once in the client's life, when the
+/// server is gone and no cycle is left to keep. The descriptor is the client's to close, after
+/// `jack_client_close` has returned.
 struct ShutdownNotice: ~Copyable {
     /// Longer reasons are cut (JACK's are a few dozen bytes).
     static let reasonCapacity = 256
@@ -22,14 +32,19 @@ struct ShutdownNotice: ~Copyable {
     private let state = Atomic<UInt8>(ShutdownNotice.running)
     /// `reasonCapacity` bytes, always NUL-terminated once `state` is `gone`.
     private let reasonBytes: UnsafeMutablePointer<CChar>
+    /// Written one byte once the flag is set; -1: nobody is woken (the flag is polled).
+    private let wakeDescriptor: Int32
 
-    private init(reasonBytes: UnsafeMutablePointer<CChar>) { self.reasonBytes = reasonBytes }
+    private init(reasonBytes: UnsafeMutablePointer<CChar>, wakeDescriptor: Int32) {
+        self.reasonBytes = reasonBytes
+        self.wakeDescriptor = wakeDescriptor
+    }
 
-    static func make() -> UnsafeMutablePointer<ShutdownNotice> {
+    static func make(wakeDescriptor: Int32 = -1) -> UnsafeMutablePointer<ShutdownNotice> {
         let bytes = UnsafeMutablePointer<CChar>.allocate(capacity: reasonCapacity)
         bytes.initialize(repeating: 0, count: reasonCapacity)
         let notice = UnsafeMutablePointer<ShutdownNotice>.allocate(capacity: 1)
-        notice.initialize(to: ShutdownNotice(reasonBytes: bytes))
+        notice.initialize(to: ShutdownNotice(reasonBytes: bytes, wakeDescriptor: wakeDescriptor))
         return notice
     }
 
@@ -54,6 +69,11 @@ struct ShutdownNotice: ~Copyable {
         }
         reasonBytes[length] = 0
         state.store(Self.gone, ordering: .releasing)
+        let descriptor = wakeDescriptor
+        if descriptor >= 0 {
+            var byte: UInt8 = 1
+            _ = _unsafePerformance { write(descriptor, &byte, 1) }
+        }
     }
 
     /// Whether the server shut the client down.
