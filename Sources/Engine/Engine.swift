@@ -18,11 +18,15 @@ public final class Engine {
         public var sanitiseScratchBuffers: Int = 4
         /// Plans that can wait for the audio thread; beyond that the control thread coalesces.
         public var planQueueCapacity: Int = 64
-        /// Meter blocks in circulation between the threads.
-        public var meterBlocks: Int = 4
+        /// Meter blocks in circulation between the threads: 64 × 1024 frames, 1.4 s at 48 kHz,
+        /// more than an idle router's second between collections, so a reader after an idle
+        /// stretch gets the audio up to the last block, not the blocks after the previous
+        /// collection (the audio thread keeps gathering into the block it holds while none is free).
+        public var meterBlocks: Int = 64
         /// Frames gathered into one meter block before it is handed back (about 21 ms at 48 kHz).
         public var meterIntervalFrames: Int = 1024
-        /// Cycle times that can wait for the control thread (8192: 22 s at 128 frames, 48 kHz).
+        /// Cycle times that can wait for the control thread (8192: 22 s at 128 frames, 48 kHz; an
+        /// idle router collects once a second, which this covers down to 16 frames at 96 kHz).
         public var timingRingCapacity: Int = 8192
         /// Level watches (signal-activated apps) a plan may have.
         public var maxLevelWatches: Int = 256

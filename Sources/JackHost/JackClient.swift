@@ -42,7 +42,8 @@ public final class JackClient {
     public private(set) var name: String
 
     /// Opens a client on the named server (`nil`: `$JACK_DEFAULT_SERVER`, else `default`). Never
-    /// starts a server. `events` is called on JACK's notification thread; it should only enqueue.
+    /// starts a server. `events` is called on JACK's notification thread (and `.serverShutDown`
+    /// from a queue of the client's own, maybe while that thread calls it); it should only enqueue.
     /// `reportsLatency`: the client tells JACK its ports' latencies itself (`setLatencies`), for
     /// outputs that hear their inputs late; only with `events`. When the server goes away,
     /// `events` gets `.serverShutDown` (from a queue of the client's own) once `shutdownReason`
@@ -100,6 +101,8 @@ public final class JackClient {
     /// A non-blocking, close-on-exec pipe; nil when none can be made (then the loss is seen at the
     /// next poll of `shutdownReason`).
     private static func makeWakePipe() -> (read: Int32, write: Int32)? {
+        // pipe2 is not in Swift's Glibc module; the two calls after leave a window in which a
+        // fork could inherit the ends, which the project's child processes close (closefrom).
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { return nil }
         for end in ends {
@@ -140,8 +143,9 @@ public final class JackClient {
     /// Why the JACK server shut this client down (JACK's own words), or nil while it is there.
     ///
     /// JACK's info-shutdown notification may run on its real-time thread, so it only stores a
-    /// flag and the reason's bytes; nothing is sent anywhere. Poll this from the control thread
-    /// (a single atomic load while the server is there). Once it is non-nil the client is dead:
+    /// flag and the reason's bytes, and writes a byte to a pipe the client watches (which sends
+    /// `.serverShutDown` to `events`). Read this from the control thread (a single atomic load
+    /// while the server is there). Once it is non-nil the client is dead:
     /// ask nothing more of it but `close()`. It stays readable after `close()`.
     public var shutdownReason: String? { shutdownNotice.pointee.reason }
 
@@ -194,7 +198,9 @@ public final class JackClient {
             self.client = nil
             isActive = false
         }
-        // jack_client_close has returned: the shutdown callback can no longer write to the pipe.
+        // jack_client_close has returned: no shutdown callback can begin; one under way (JACK2's
+        // process thread, after a failure) is waited for before the pipe may close.
+        shutdownNotice.pointee.waitForCallback()
         shutdownWatch?.cancel()
         shutdownWatch = nil
         context?.release()

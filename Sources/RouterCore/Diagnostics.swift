@@ -57,7 +57,9 @@ struct Diagnostics {
             + routes.map { PeakMeter(kind: .route, name: $0.name, peaks: Self.peaks($0.meterSlots, reading?.outputPeaks)) }
     }
 
-    /// The latest meter interval's peak per channel, in dBFS.
+    /// The peak per channel in dBFS over what the latest collection gathered: since the one
+    /// before (10 ms apart while the router is busy, up to a second while it idles, or the
+    /// previous `/state`).
     func latestPeakDecibels(app: AppState) -> [Double] {
         Self.peaks(app.meterSlots, latestMeters?.inputPeaks).map { Double(Decibels.level($0)) }
     }

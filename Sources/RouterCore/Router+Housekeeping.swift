@@ -10,9 +10,11 @@ import JackHost
 ///
 /// It runs every `housekeepingInterval` (10 ms) while it has work in the next few ticks, and every
 /// `idleHousekeepingInterval` (1 s) otherwise, so that an idle router wakes once a second rather
-/// than a hundred times. An idle tick only sends xrun notices (at most one a second anyway) and
-/// runs the `CycleWatchdog` (2 s); a server that shuts the client down is seen at once
-/// (`JackEvent.serverShutDown`), and readers of statistics collect them themselves. Anything that gives it work (a plan published or waiting, a timed
+/// than a hundred times. An idle tick only sends the xrun notices the one-a-second limit held back
+/// (the first goes out at once) and runs the `CycleWatchdog` (which counts from the last cycle,
+/// and keeps the ticks fast once cycles stop); a server that shuts the client down is seen at
+/// once (`JackEvent.serverShutDown`), readers of statistics and meters collect them themselves,
+/// and the engine's meter, timing and gap rings hold more than an idle second. Anything that gives it work (a plan published or waiting, a timed
 /// change) changes `publisher` or `timed`, whose observers bring the fast pace back at once; only
 /// a tick goes back to the slow one. Control queue only.
 extension Router {
@@ -61,10 +63,7 @@ extension Router {
         guard !stopped else { return }
         defer { paceHousekeeping(fromTick: true) }
         collectFromEngine()
-        if let xruns = diagnostics.xrunsToNotify() {
-            logger.notice("JACK xruns", metadata: ["new": "\(xruns.new)", "total": "\(xruns.total)"])
-            onNotification(.xruns(total: xruns.total, new: xruns.new))
-        }
+        notifyXruns()
         // JACK's shutdown callback only raises a flag (it may run on the process thread).
         if let reason = link.client?.shutdownReason { serverLost(reason) }
         // Some servers say nothing (a hung one; PipeWire without either callback): no cycle for
@@ -75,14 +74,30 @@ extension Router {
         if let quiet = watchdog.check(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now, period: periodSeconds) {
             serverStalled(quiet: quiet)
         }
-        stallSuspected = watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now,
-                                          threshold: stallReportThreshold) != nil
+        stallSuspected = watchdog.timeout > 0
+            && watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now,
+                                threshold: stallSuspicionThreshold) != nil
         guard let client = link.client else { return }
         engine.collectRetiredPlans()
         runDueChanges(now: client.frameTime)
         let fadeEnded = publisher.followAdoption(on: engine, periodFrames: bufferSize)
         if publisher.needsPublish || fadeEnded { republish() }
         removeRetiredPorts()
+    }
+
+    /// How long without a cycle before the ticks go fast: `stallReportThreshold`, or earlier when
+    /// the watchdog's time would otherwise run out before the next idle tick (a short
+    /// `watchdogSeconds`, a long period); never under 0.1 s.
+    var stallSuspicionThreshold: Double {
+        let limit = max(watchdog.timeout, 4 * periodSeconds)
+        return max(min(stallReportThreshold, limit - idleHousekeepingInterval.seconds - 0.05), 0.1)
+    }
+
+    /// New xruns to subscribers and the log, at most once a second (`Diagnostics`).
+    func notifyXruns() {
+        guard let xruns = diagnostics.xrunsToNotify() else { return }
+        logger.notice("JACK xruns", metadata: ["new": "\(xruns.new)", "total": "\(xruns.total)"])
+        onNotification(.xruns(total: xruns.total, new: xruns.new))
     }
 
     /// Cycle times and meters the audio thread has handed over: at every tick, and for a reader
@@ -99,5 +114,19 @@ extension Router {
         guard !gone.isEmpty else { return }
         updateLatencies(leavingOut: Set(gone))
         for port in gone { client.unregister(port) }
+    }
+}
+
+extension DispatchTimeInterval {
+    /// The interval in seconds (`.never`: infinity).
+    var seconds: Double {
+        switch self {
+        case let .seconds(value): Double(value)
+        case let .milliseconds(value): Double(value) / 1e3
+        case let .microseconds(value): Double(value) / 1e6
+        case let .nanoseconds(value): Double(value) / 1e9
+        case .never: .infinity
+        @unknown default: .infinity
+        }
     }
 }

@@ -162,6 +162,9 @@ extension Router {
                 "rate": "\(sampleRate)", "period": "\(bufferSize)", "apps": "\(inventory.apps.count)"])
             onNotification(.jack(connected: true, reason: "reconnected after \(away) s"))
             onJackConnection(true)
+            // A server lost between the open and the attach woke the queue for an epoch not yet
+            // current: its flag is read here rather than at the next tick.
+            if let reason = opened.client.shutdownReason { serverLost(reason) }
         }
     }
 
@@ -216,6 +219,8 @@ extension Router {
             refreshRouteLatencies()
         case .xrun:
             diagnostics.countXrun()
+            // At once when the one-a-second limit allows; housekeeping sends what it held back.
+            notifyXruns()
         case let .portsConnected(source, destination):
             // Someone connected to an exclusive app: only its own sources stay.
             for app in inventory.apps where app.exclusive && app.ports.contains(where: { $0.name == destination }) {

@@ -78,7 +78,9 @@ struct HousekeepingTests {
     }
 
     /// JACK's shutdown callback wakes the control queue itself: a server that goes away while
-    /// housekeeping idles is given up at once, not at its next tick (here an hour away).
+    /// housekeeping idles is given up at once, not at its next tick (here an hour away). Only the
+    /// killed server tests that: a stopping one unregisters its ports first, and those events
+    /// reach the router too (which looks at the flag before any event).
     @Test("a server that goes away while housekeeping idles is given up at once", arguments: ["stopped", "killed"])
     func lossWhileIdle(how: String) throws {
         let rig = try Self.rig()

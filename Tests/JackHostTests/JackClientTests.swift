@@ -316,26 +316,33 @@ struct JackClientTests {
     func serverShutDownEvent() throws {
         let server = try JackServer()
         defer { server.stop() }
-        let descriptorsBefore = Self.openDescriptors()
-        let seen = Mutex(0)
-        let client = try JackClient(name: "hosttest", server: server.name) { event in
-            if event == .serverShutDown { seen.withLock { $0 += 1 } }
-        }
+        let pipesBefore = Self.openPipes()
+        let events = EventLog()
+        let client = try JackClient(name: "hosttest", server: server.name, events: events.record)
+        // The client's own: the two ends of its shutdown pipe.
+        let pipes = Self.openPipes().subtracting(pipesBefore)
+        #expect(pipes.count == 2, "\(pipes)")
         _ = try client.registerAudioPort("in", direction: .input)
         try client.activate()
         server.kill9()
-        try waitFor("serverShutDown after the server was killed") { seen.withLock { $0 > 0 } }
+        try waitFor("serverShutDown after the server was killed") { events.contains(.serverShutDown) }
         // The flag is set before the event is sent.
         #expect(client.shutdownReason != nil)
         Thread.sleep(forTimeInterval: 0.2)   // spacing only: a second event would have come by now
-        #expect(seen.withLock { $0 } == 1)
+        #expect(events.all.filter { $0 == .serverShutDown }.count == 1)
         client.close()
         // The pipe's two ends are closed by the watch's cancel handler, on its own queue.
-        try waitFor("the shutdown pipe's descriptors to be closed") { Self.openDescriptors() <= descriptorsBefore }
+        try waitFor("the shutdown pipe's descriptors to be closed") { Self.openPipes().isDisjoint(with: pipes) }
     }
 
-    static func openDescriptors() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    /// Every open descriptor that is a pipe end, as "descriptor → pipe:[inode]".
+    static func openPipes() -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return Set(names.compactMap { name in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"),
+                  target.hasPrefix("pipe:") else { return nil }
+            return "\(name) → \(target)"
+        })
     }
 }
 

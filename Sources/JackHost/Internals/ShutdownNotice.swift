@@ -7,15 +7,20 @@ import Glibc
 /// What JACK's info-shutdown callback leaves for the control thread: a flag and JACK's reason.
 ///
 /// JACK2 may call that callback on its real-time process thread (in some failure paths of its
-/// process loop), so the callback only copies the reason's bytes into memory made in advance and
-/// then stores a flag: it allocates nothing, takes no lock, retains nothing, calls nothing else.
+/// process loop), so the callback only copies the reason's bytes into memory made in advance,
+/// stores a flag and writes one byte to a pipe (below): it allocates nothing, takes no lock,
+/// retains nothing, calls nothing else.
 /// The control thread polls `reason` (a load) and builds a `String` there.
 ///
 /// Ownership: made by `JackClient.init` on the control thread before the callback is registered
 /// (`jack_on_info_shutdown`, with this block as its argument), and destroyed by `JackClient.deinit`
 /// after `jack_client_close` has returned, when JACK can no longer call the callback. The reason
 /// bytes are written once, by the one thread that moves `state` from `running` to `writing`, and
-/// read only by a thread that has seen `state` at `gone` with acquiring order.
+/// read only by a thread that has seen `state` at `gone` (or `done`) with acquiring order. The
+/// callback's last touch of the notice and the pipe is its store of `done`: in JACK2's failure path
+/// the process thread calls it after it stopped counting as active, and `jack_client_close` may
+/// return while it is still inside, so `JackClient.close()` waits for `done` (`waitForCallback`)
+/// before it lets the pipe or the notice go.
 ///
 /// Waking the control side: when made with a `wakeDescriptor` (the write end of a non-blocking
 /// pipe whose read end `JackClient` watches), the callback writes one byte there after the flag,
@@ -27,7 +32,7 @@ struct ShutdownNotice: ~Copyable {
     /// Longer reasons are cut (JACK's are a few dozen bytes).
     static let reasonCapacity = 256
 
-    private static let running: UInt8 = 0, writing: UInt8 = 1, gone: UInt8 = 2
+    private static let running: UInt8 = 0, writing: UInt8 = 1, gone: UInt8 = 2, done: UInt8 = 3
 
     private let state = Atomic<UInt8>(ShutdownNotice.running)
     /// `reasonCapacity` bytes, always NUL-terminated once `state` is `gone`.
@@ -74,10 +79,25 @@ struct ShutdownNotice: ~Copyable {
             var byte: UInt8 = 1
             _ = _unsafePerformance { write(descriptor, &byte, 1) }
         }
+        state.store(Self.done, ordering: .releasing)
     }
 
     /// Whether the server shut the client down.
-    var isServerGone: Bool { state.load(ordering: .acquiring) == Self.gone }
+    var isServerGone: Bool { state.load(ordering: .acquiring) >= Self.gone }
+
+    /// Waits until a callback that has begun has finished with the notice and the pipe (at most
+    /// `timeout` seconds: a thread JACK cancelled inside it never finishes, and touches nothing
+    /// more). Returns at once when no callback has begun. Only once `jack_client_close` has
+    /// returned, when no callback can begin any more.
+    func waitForCallback(timeout: Double = 0.1) {
+        var waited = 0.0
+        while waited < timeout {
+            let now = state.load(ordering: .acquiring)
+            guard now == Self.writing || now == Self.gone else { return }
+            usleep(100)
+            waited += 0.0001
+        }
+    }
 
     /// JACK's reason once the server is gone ("unknown reason" when JACK gave none); nil before.
     /// Allocates: control thread.
