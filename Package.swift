@@ -51,10 +51,13 @@ let package = Package(
         // The real-time engine: mix plans, gain ramps, the mix kernel family, meters, SPSC queues.
         // Optimised in debug builds too: the process callback must meet JACK's deadline in the
         // integration tests (256 stereo apps take 5.5 ms a cycle unoptimised, over a 5.3 ms period).
-        .target(name: "Engine", dependencies: ["CFloatEnvironment"], swiftSettings: optimisedInDebug),
+        .target(name: "Engine", dependencies: ["CFloatEnvironment", "CWake"], swiftSettings: optimisedInDebug),
         // The calling thread's floating-point control register: flush-to-zero and
         // denormals-are-zero for the process thread. Imported by Engine (and its tests and bench).
         .target(name: "CFloatEnvironment"),
+        // An eventfd the audio thread signals to wake the control side's level watching after a
+        // quiet stretch (Engine.levelWakeDescriptor).
+        .target(name: "CWake"),
         // The plain C reference kernel the Swift kernels are benchmarked against (built with -O3).
         .target(name: "CMixReference",
                 cSettings: [.unsafeFlags(["-O3", "-fno-fast-math"])]),

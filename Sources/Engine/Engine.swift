@@ -1,3 +1,5 @@
+import CWake
+
 /// The control thread's handle on the real-time engine.
 ///
 /// The engine owns unmanaged memory that the process callback reads through `processArgument`.
@@ -231,6 +233,40 @@ public final class Engine {
             readings.append(LevelReading(watch: Int((value >> 32) & 0xffff), peak: Float(bitPattern: UInt32(truncatingIfNeeded: value)),
                                          frames: Int(value >> 48)))
         }
+    }
+
+    /// The level watches' sleep (issue 21): when every watched app is silent and nothing more
+    /// can come of more silence, the control side stops reading levels (`sleepLevels()`), and the
+    /// audio thread reports none until a watch's peak reaches its wake level; it then wakes the
+    /// control side through this eventfd (watch it for reading; `drainLevelWake()` after) and
+    /// reports as before. -1: no eventfd could be made; do not sleep.
+    public var levelWakeDescriptor: Int32 { core.pointee.levelWake }
+
+    /// Sets the peak (linear) at which watch `watch` wakes the control side while it sleeps.
+    public func setWatchWakeLevel(_ watch: Int, _ level: Float) {
+        guard watch >= 0, watch < max(configuration.maxLevelWatches, 1) else { return }
+        core.pointee.watchWakeLevels[watch].store(level.bitPattern, ordering: .relaxed)
+    }
+
+    /// Stops level reports until a watch's peak reaches its wake level. Call `collectLevels`
+    /// after it: a reading reported just before may be in the ring (if it is loud, `wakeLevels()`).
+    public func sleepLevels() {
+        guard core.pointee.levelWake >= 0 else { return }
+        core.pointee.levelsAsleep.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    /// Reports levels every cycle again. Returns whether they were asleep (false also when the
+    /// audio thread woke them first).
+    @discardableResult
+    public func wakeLevels() -> Bool { core.pointee.levelsAsleep.exchange(false, ordering: .sequentiallyConsistent) }
+
+    /// Whether level reports sleep.
+    public var levelsAreAsleep: Bool { core.pointee.levelsAsleep.load(ordering: .relaxed) }
+
+    /// Reads the wake-up's eventfd back to zero.
+    public func drainLevelWake() {
+        let descriptor = core.pointee.levelWake
+        if descriptor >= 0 { CWake_drain(descriptor) }
     }
 
     /// Level readings lost because `collectLevels` was not called for a long time.

@@ -204,48 +204,6 @@ extension Router {
         }
     }
 
-    /// Gives level watches to the apps that need one and runs the level timer (every
-    /// millisecond) while any exists, and not otherwise.
-    func updateWatches() {
-        if signals.update(apps: inventory.apps, policy: policy.state, published: publisher.publishedGeneration) {
-            publisher.needsPublish = true
-        }
-        if signals.isWatching && levelTimer == nil {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + .milliseconds(1), repeating: .milliseconds(1), leeway: .microseconds(200))
-            timer.setEventHandler { [weak self] in self?.watchLevels() }
-            timer.resume()
-            levelTimer = timer
-        } else if !signals.isWatching, let timer = levelTimer {
-            timer.cancel()
-            levelTimer = nil
-        }
-    }
-
-    /// Brings the policy in line with what the watched apps' sound says (docs/POLICY.md).
-    private func watchLevels() {
-        guard !stopped, link.client != nil, let rose = signals.feed(from: engine, sampleRate: sampleRate) else { return }
-        var changed = false
-        for name in signals.watchedApps {
-            if let session = policy.state.app(name),
-               let change = signals.activationChange(name, session: session, rose: rose.contains(name), sampleRate: sampleRate) {
-                do throws(RouterError) {
-                    _ = try performOnQueue([change])
-                    changed = true
-                    signals.noteActivation(name, refusal: nil)
-                } catch {
-                    if case .signal(_, true) = change.event { signals.noteActivation(name, refusal: error) }
-                }
-            }
-            if let unduckAfter = inventory.apps.first(where: { $0.name == name })?.unduckAfter, let session = policy.state.app(name),
-               let change = signals.duckChange(name, session: session, unduckAfter: unduckAfter, sampleRate: sampleRate) {
-                changed = (try? performOnQueue([change])) != nil || changed
-            }
-        }
-        // Talkover must not wait for the end of an OSC burst or the next housekeeping tick.
-        if changed && publisher.needsPublish { republish() }
-    }
-
     /// Carries out a session reload's steps in order; returns its notes and every refusal.
     func carryOut(_ reload: SessionReload) -> [String] {
         var notes = reload.notes

@@ -123,6 +123,8 @@ public final class Router: @unchecked Sendable {
     let idleHousekeepingInterval: DispatchTimeInterval
     /// Reads the level watches every millisecond while any app is watched (`SignalWatcher`).
     var levelTimer: DispatchSourceTimer?
+    /// Watches the engine's eventfd that wakes the level timer from its sleep (Router+LevelWatch.swift).
+    var levelWakeSource: DispatchSourceRead?
     let onNotification: @Sendable (RouterNotification) -> Void
     let onJackConnection: @Sendable (Bool) -> Void
     let onServerLost: @Sendable (String) -> Void
@@ -226,6 +228,8 @@ public final class Router: @unchecked Sendable {
         timer = nil
         levelTimer?.cancel()
         levelTimer = nil
+        levelWakeSource?.cancel()
+        levelWakeSource = nil
         loudnessDuckTimer?.cancel()
         loudnessDuckTimer = nil
         link.client?.deactivate()

@@ -20,6 +20,8 @@ struct SignalWatcher {
     private struct Watch {
         var slot: Int32
         var detector: SignalDetector
+        /// The app's `unduckAfter`, in ms (nil: none).
+        var unduckAfter: Double?
         /// The last signal activation tried (refusals are retried every 250 ms while it sounds).
         var lastAttempt = Date.distantPast
         var refusalLogged = false
@@ -48,13 +50,13 @@ struct SignalWatcher {
     /// - Parameter published: the newest plan published so far (a watch given back now is in it).
     mutating func update(apps: [AppState], policy: PolicyState, published: UInt64) -> Bool {
         var changed = false
-        var wanted: [String: SignalDetection] = [:]
+        var wanted: [String: (detection: SignalDetection, unduckAfter: Double?)] = [:]
         // One lookup table, not a search per app: this runs on every change (256 apps, 256 searches).
         let sessions = policy.appsByName
         for app in apps {
             let session = sessions[app.name]
             if session?.configuration.activation == .signal || app.unduckAfter != nil {
-                wanted[app.name] = session?.signal ?? SignalDetection()
+                wanted[app.name] = (session?.signal ?? SignalDetection(), app.unduckAfter)
             }
         }
         for (name, watch) in watches where wanted[name] == nil {
@@ -63,16 +65,17 @@ struct SignalWatcher {
             changed = true
         }
         for app in apps {
-            guard let settings = wanted[app.name] else { continue }
+            guard let (settings, unduckAfter) = wanted[app.name] else { continue }
             if watches[app.name] != nil {
                 if watches[app.name]!.detector.settings != settings { watches[app.name]!.detector.settings = settings }
+                watches[app.name]!.unduckAfter = unduckAfter
                 continue
             }
             guard let slot = slots.take() else {
                 logger.error("no level watch left for '\(app.name)' (the engine has \(slots.capacity)); it is not watched")
                 continue
             }
-            watches[app.name] = Watch(slot: slot, detector: SignalDetector(settings: settings))
+            watches[app.name] = Watch(slot: slot, detector: SignalDetector(settings: settings), unduckAfter: unduckAfter)
             changed = true
         }
         return changed
@@ -98,6 +101,20 @@ struct SignalWatcher {
             if watches[name]!.detector.feed(peak: reading.peak, frames: reading.frames, sampleRate: sampleRate) { rose.insert(name) }
         }
         return rose
+    }
+
+    /// Each watch's slot and the peak that must wake the level reading while it sleeps: the
+    /// detector's silence level, so that any sound that could change a detector's state wakes it.
+    var wakeLevels: [(slot: Int32, level: Float)] { watches.values.map { ($0.slot, $0.detector.settings.silenceLevel) } }
+
+    /// Whether more silence can change nothing: every detector is off and has been silent for
+    /// its hold and its app's `unduckAfter` (the decisions those lead to were taken when they
+    /// were reached). Then the router stops reading levels until a watch's peak wakes it.
+    func isSettled(sampleRate: Int) -> Bool {
+        watches.values.allSatisfy { watch in
+            !watch.detector.on && watch.detector.silentFrames > 0
+                && watch.detector.silentMilliseconds(sampleRate: sampleRate) >= max(watch.detector.settings.hold, watch.unduckAfter ?? 0)
+        }
     }
 
     /// The watched apps, in a stable order.

@@ -1,4 +1,7 @@
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import Engine
 
 /// The engine driven without JACK: a port handle is the address of a test buffer.
@@ -129,6 +132,48 @@ struct EngineTests {
         #expect(readings == [.init(watch: 3, peak: 0.5, frames: 64), .init(watch: 3, peak: 0.5, frames: 32)])
         engine.collectLevels(into: &readings)
         #expect(readings.isEmpty)
+    }
+
+    @Test("asleep, level watches report nothing until a watch's peak reaches its wake level; then the eventfd is signalled once and that cycle is reported")
+    func levelWatchSleep() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        #expect(engine.levelWakeDescriptor >= 0)
+        let buffers = Buffers()
+        let a = buffers.make(64, 0.01), out = buffers.make(64)
+        try engine.publish(MixPlanDescription(
+            inputs: [.init(port: PortHandle(a), meterSlot: 0, watch: 2)],
+            outputs: [.init(port: PortHandle(out), meterSlot: 0, contributions: [])]))
+        engine.setWatchWakeLevel(2, 0.1)
+        engine.runCycle(frames: 64)
+        engine.sleepLevels()
+        #expect(engine.levelsAreAsleep)
+        var readings: [Engine.LevelReading] = []
+        engine.collectLevels(into: &readings)
+        #expect(readings == [.init(watch: 2, peak: 0.01, frames: 64)], "reported before the sleep")
+        for _ in 0..<10 { engine.runCycle(frames: 64) }
+        engine.collectLevels(into: &readings)
+        #expect(readings.isEmpty, "quiet cycles are not reported while asleep")
+        #expect(Self.wakeCount(engine) == 0)
+        a.update(repeating: 0.2, count: 64)
+        engine.runCycle(frames: 64)
+        #expect(!engine.levelsAreAsleep)
+        #expect(Self.wakeCount(engine) == 1, "one wake-up")
+        engine.runCycle(frames: 64)
+        engine.collectLevels(into: &readings)
+        #expect(readings == [.init(watch: 2, peak: 0.2, frames: 64), .init(watch: 2, peak: 0.2, frames: 64)], "the waking cycle and the next")
+        #expect(Self.wakeCount(engine) == 0, "no more wake-ups while awake")
+        // Woken by the control side: nothing is signalled.
+        engine.sleepLevels()
+        #expect(engine.wakeLevels())
+        engine.runCycle(frames: 64)
+        #expect(Self.wakeCount(engine) == 0)
+    }
+
+    /// Reads the wake-up eventfd's counter (0 when nothing was signalled).
+    static func wakeCount(_ engine: Engine) -> UInt64 {
+        var count: UInt64 = 0
+        let got = read(engine.levelWakeDescriptor, &count, 8)
+        return got == 8 ? count : 0
     }
 
     @Test("a published plan mixes inputs into the output from the next cycle")

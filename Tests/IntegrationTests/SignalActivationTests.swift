@@ -152,6 +152,9 @@ struct SignalActivationTests {
         mic.signal = SignalDetection(threshold: -40, attack: 10, hold: 500, hysteresis: 6)
         let rig = try SignalRig(apps: [mic])
         #expect(rig.state("mic") == "listening")
+        // Silent for its hold, the mic leaves nothing to decide: the level timer sleeps, and the
+        // voice below must wake it through the audio thread (the latency bound holds from sleep).
+        try waitFor("the level timer to sleep while the mic is silent") { rig.router.levelWatchingIsAsleep }
         // Three 300 ms phrases with 150 ms pauses (shorter than the hold), then silence.
         let take = try rig.cleanTake(playing: Self.voice([(0.3, 0.15), (0.3, 0.15), (0.3, 0)], tail: 2.6), on: "mic", seconds: 4.2,
                                      judged: -0.12...2.05)
@@ -198,6 +201,7 @@ struct SignalActivationTests {
         #expect(rig.notifications.contains { if case .policy(.appState("mic", .active, _, .signal, _)) = $0 { true } else { false } },
                 "the mic was reported active because of its signal")
         #expect(rig.state("mic") == "listening")
+        try waitFor("the level timer to sleep again once the mic has been silent for its hold") { rig.router.levelWatchingIsAsleep }
     }
 
     @Test("a 30 ms look-ahead on the route: the voice is heard 30 ms late, the music at once, and the duck the voice causes is complete before the voice is heard")

@@ -1,4 +1,5 @@
 import CFloatEnvironment
+import CWake
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -23,6 +24,15 @@ struct EngineCore: ~Copyable {
     let levels: SPSCRing         // audio → control: per-cycle watch peaks (frames:16 watch:16 peak:32)
     let gaps: SPSCRing           // audio → control: stretches of the frame clock missed (frames:32 first frame:32)
     let watchPeaks: UnsafeMutablePointer<Float>   // audio thread: this cycle's peak per watch
+    /// control → audio: per watch, the peak (a Float's bits) that wakes the control side while
+    /// `levelsAsleep`; +infinity (never) until set.
+    let watchWakeLevels: UnsafeMutablePointer<Atomic<UInt32>>
+    /// The control side sleeps: no level is reported until a watch's peak reaches its wake level,
+    /// and then the audio thread clears this and signals `levelWake` (once per sleep).
+    let levelsAsleep = Atomic<Bool>(false)
+    /// The eventfd the control side watches (CWake); -1 when none could be made (then the control
+    /// side never sleeps).
+    let levelWake: Int32
     let tapBlocked: UnsafeMutablePointer<Bool>    // audio thread: per tap group, this span goes to none of its taps
 
     let gains: UnsafeMutablePointer<GainState>
@@ -75,6 +85,9 @@ struct EngineCore: ~Copyable {
         // Drained at every housekeeping tick, a second apart when the router is idle: room for a
         // gap every cycle of that long at 16 frames and 48 kHz (3,000).
         gaps = SPSCRing(minimumCapacity: 4096)
+        watchWakeLevels = .allocate(capacity: max(configuration.maxLevelWatches, 1))
+        for w in 0..<max(configuration.maxLevelWatches, 1) { (watchWakeLevels + w).initialize(to: Atomic(Float.infinity.bitPattern)) }
+        levelWake = CWake_make()
         watchPeaks = .allocate(capacity: max(configuration.maxLevelWatches, 1))
         watchPeaks.initialize(repeating: -1, count: max(configuration.maxLevelWatches, 1))
         tapBlocked = .allocate(capacity: max(configuration.maxTapGroups, 1))
@@ -94,6 +107,8 @@ struct EngineCore: ~Copyable {
     func deallocateStorage() {
         inbox.deallocate(); outbox.deallocate(); meterFree.deallocate(); meterFull.deallocate(); timings.deallocate()
         levels.deallocate(); gaps.deallocate(); watchPeaks.deallocate(); tapBlocked.deallocate()
+        watchWakeLevels.deinitialize(count: max(configuration.maxLevelWatches, 1)); watchWakeLevels.deallocate()
+        if levelWake >= 0 { close(levelWake) }
         gains.deallocate(); inputBuffers.deallocate(); delayedInputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
     }
 }
@@ -390,9 +405,32 @@ private func takeMeterBlockIfNeeded(_ core: UnsafeMutablePointer<EngineCore>) {
 
 /// Hands each watch's peak of this cycle to the control thread (a watch no input reported this
 /// cycle is left out) and clears them for the next.
+///
+/// While the control side sleeps (`levelsAsleep`: every watched app silent and settled), nothing
+/// is reported, until a watch's peak reaches its wake level: then the flag is cleared and the
+/// control side woken, once (one eventfd write, which never blocks and takes no user-space lock),
+/// and this cycle's peaks are reported as usual.
 @_noLocks
 private func reportLevels(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
     guard let plan = core.pointee.plan else { return }
+    var asleep = core.pointee.levelsAsleep.load(ordering: .relaxed)
+    if asleep {
+        var loud = false
+        var j = 0
+        while j < plan.pointee.inputCount && !loud {
+            let w = Int(plan.pointee.inputs[j].watch)
+            j &+= 1
+            guard w >= 0 else { continue }
+            loud = core.pointee.watchPeaks[w] >= Float(bitPattern: core.pointee.watchWakeLevels[w].load(ordering: .relaxed))
+        }
+        if loud {
+            if core.pointee.levelsAsleep.exchange(false, ordering: .relaxed), core.pointee.levelWake >= 0 {
+                let descriptor = core.pointee.levelWake
+                _unsafePerformance { CWake_signal(descriptor) }
+            }
+            asleep = false
+        }
+    }
     var i = 0
     while i < plan.pointee.inputCount {
         let w = Int(plan.pointee.inputs[i].watch)
@@ -400,6 +438,7 @@ private func reportLevels(_ core: UnsafeMutablePointer<EngineCore>, frames: Int)
         guard w >= 0, core.pointee.watchPeaks[w] >= 0 else { continue }
         let peak = core.pointee.watchPeaks[w]
         core.pointee.watchPeaks[w] = -1
+        if asleep { continue }
         let bits = UInt64(min(frames, 0xffff)) << 48 | UInt64(w & 0xffff) << 32 | UInt64(peak.bitPattern)
         if !core.pointee.levels.push(UInt(truncatingIfNeeded: bits)) {
             _ = core.pointee.levelsDropped.add(1, ordering: .relaxed)
