@@ -1,4 +1,5 @@
 import CWake
+import Synchronization
 
 /// The control thread's handle on the real-time engine.
 ///
@@ -249,10 +250,14 @@ public final class Engine {
     }
 
     /// Stops level reports until a watch's peak reaches its wake level. Call `collectLevels`
-    /// after it: a reading reported just before may be in the ring (if it is loud, `wakeLevels()`).
+    /// after it: readings of cycles that began before it may be in the ring (if one is loud,
+    /// `wakeLevels()`). A cycle whose readings reach the ring only after that drain and reach a
+    /// wake level wakes the control side itself (the audio thread looks at the flag again after
+    /// pushing them, with a full fence on both sides).
     public func sleepLevels() {
         guard core.pointee.levelWake >= 0 else { return }
         core.pointee.levelsAsleep.store(true, ordering: .sequentiallyConsistent)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
     }
 
     /// Reports levels every cycle again. Returns whether they were asleep (false also when the

@@ -65,6 +65,8 @@ extension Router {
         for app in inventory.apps { patchbay.connectSources(of: app, on: opened) }
         updateLatencies(recompute: true)
         refreshRouteLatencies()
+        // The level timer stops while no server runs the client.
+        wakeLevelWatching()
     }
 
     /// Says what became of netjack2's master side on this server (remote routes need it).

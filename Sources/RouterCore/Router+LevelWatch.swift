@@ -34,10 +34,11 @@ extension Router {
         }
     }
 
-    /// Starts (or keeps) the level timer, and level reports on every cycle.
+    /// Starts (or keeps) the level timer, and level reports on every cycle. Not while no server
+    /// runs the client (`attach` calls this again).
     func wakeLevelWatching() {
         engine.wakeLevels()
-        guard signals.isWatching, levelTimer == nil, !stopped else { return }
+        guard signals.isWatching, levelTimer == nil, !stopped, link.client != nil else { return }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .milliseconds(1), repeating: .milliseconds(1), leeway: .microseconds(200))
         timer.setEventHandler { [weak self] in self?.watchLevels() }
@@ -45,7 +46,7 @@ extension Router {
         levelTimer = timer
     }
 
-    /// Whether the level timer sleeps (for tests and diagnostics).
+    /// Whether the level timer sleeps (for tests and diagnostics; not from the control queue).
     public var levelWatchingIsAsleep: Bool { queue.sync { signals.isWatching && levelTimer == nil } }
 
     /// Watches the engine's wake-up eventfd; made once, with the first watch. The cancel handler
@@ -65,13 +66,29 @@ extension Router {
     }
 
     /// Brings the policy in line with what the watched apps' sound says (docs/POLICY.md); then,
-    /// when more silence can change nothing, puts the timer to sleep.
+    /// when more silence can change nothing, puts the timer to sleep. With no server, the timer
+    /// stops (`attach` starts it again).
     private func watchLevels() {
-        guard !stopped, link.client != nil, let rose = signals.feed(from: engine, sampleRate: sampleRate) else { return }
+        guard !stopped else { return }
+        guard link.client != nil else {
+            levelTimer?.cancel()
+            levelTimer = nil
+            return
+        }
+        guard let rose = signals.feed(from: engine, sampleRate: sampleRate) else { return }
+        if !decide(rose: rose) { sleepIfSettled() }
+    }
+
+    /// The policy changes the watched apps' sound asks for, applied; returns whether any was
+    /// asked (applied or not: a refused or failed one is asked again at the next reading, so the
+    /// timer must not sleep on it).
+    private func decide(rose: Set<String>) -> Bool {
+        var asked = false
         var changed = false
         for name in signals.watchedApps {
             if let session = policy.state.app(name),
                let change = signals.activationChange(name, session: session, rose: rose.contains(name), sampleRate: sampleRate) {
+                asked = true
                 do throws(RouterError) {
                     _ = try performOnQueue([change])
                     changed = true
@@ -82,23 +99,25 @@ extension Router {
             }
             if let unduckAfter = inventory.apps.first(where: { $0.name == name })?.unduckAfter, let session = policy.state.app(name),
                let change = signals.duckChange(name, session: session, unduckAfter: unduckAfter, sampleRate: sampleRate) {
+                asked = true
                 changed = (try? performOnQueue([change])) != nil || changed
             }
         }
         // Talkover must not wait for the end of an OSC burst or the next housekeeping tick.
         if changed && publisher.needsPublish { republish() }
-        if !changed { sleepIfSettled() }
+        return asked
     }
 
-    /// Stops the timer when every watched app is silent and settled. A reading the audio thread
-    /// reported just before it saw the sleep is read first: if it was not silent, the timer goes
-    /// on (and if the audio thread woke it meanwhile, its eventfd only finds the timer running).
+    /// Stops the timer when every watched app is silent and settled. Readings of cycles that
+    /// began before the sleep are read first: if one was not silent, the timer goes on and what
+    /// they ask is decided now. A cycle whose readings arrive after that wakes the timer itself
+    /// (`Engine.sleepLevels`), and an eventfd that finds the timer running only restarts nothing.
     private func sleepIfSettled() {
         guard levelWakeSource != nil, let timer = levelTimer, signals.isSettled(sampleRate: sampleRate) else { return }
         engine.sleepLevels()
-        _ = signals.feed(from: engine, sampleRate: sampleRate)
-        guard signals.isSettled(sampleRate: sampleRate) else {
+        if let rose = signals.feed(from: engine, sampleRate: sampleRate), !signals.isSettled(sampleRate: sampleRate) {
             engine.wakeLevels()
+            _ = decide(rose: rose)
             return
         }
         timer.cancel()

@@ -122,6 +122,8 @@ public final class Router: @unchecked Sendable {
     let housekeepingInterval: DispatchTimeInterval
     let idleHousekeepingInterval: DispatchTimeInterval
     /// Reads the level watches every millisecond while any app is watched (`SignalWatcher`).
+    /// The level timer (Router+LevelWatch.swift): every millisecond while an app is watched,
+    /// except while it sleeps.
     var levelTimer: DispatchSourceTimer?
     /// Watches the engine's eventfd that wakes the level timer from its sleep (Router+LevelWatch.swift).
     var levelWakeSource: DispatchSourceRead?

@@ -42,7 +42,7 @@ struct SignalWatcher {
     /// The watch slot of each watched app, for the plan.
     var slotsByApp: [String: Int32] { watches.mapValues(\.slot) }
 
-    /// Whether any app is watched (the router runs its level timer while so).
+    /// Whether any app is watched (the router runs its level timer while so, unless it sleeps).
     var isWatching: Bool { !watches.isEmpty }
 
     /// Watches every app that is activated by its sound or has `unduckAfter` (and frees the watches
@@ -109,9 +109,10 @@ struct SignalWatcher {
 
     /// Whether more silence can change nothing: every detector is off and has been silent for
     /// its hold and its app's `unduckAfter` (the decisions those lead to were taken when they
-    /// were reached). Then the router stops reading levels until a watch's peak wakes it.
+    /// were reached), and no watch given back waits to be free (that happens only as levels are
+    /// read). Then the router stops reading levels until a watch's peak wakes it.
     func isSettled(sampleRate: Int) -> Bool {
-        watches.values.allSatisfy { watch in
+        quarantined.isEmpty && watches.values.allSatisfy { watch in
             !watch.detector.on && watch.detector.silentFrames > 0
                 && watch.detector.silentMilliseconds(sampleRate: sampleRate) >= max(watch.detector.settings.hold, watch.unduckAfter ?? 0)
         }

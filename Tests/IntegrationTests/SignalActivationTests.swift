@@ -153,7 +153,8 @@ struct SignalActivationTests {
         let rig = try SignalRig(apps: [mic])
         #expect(rig.state("mic") == "listening")
         // Silent for its hold, the mic leaves nothing to decide: the level timer sleeps, and the
-        // voice below must wake it through the audio thread (the latency bound holds from sleep).
+        // voice below must wake it through the audio thread (the latency bound holds from sleep;
+        // a take played again after a spoiled one may start awake).
         try waitFor("the level timer to sleep while the mic is silent") { rig.router.levelWatchingIsAsleep }
         // Three 300 ms phrases with 150 ms pauses (shorter than the hold), then silence.
         let take = try rig.cleanTake(playing: Self.voice([(0.3, 0.15), (0.3, 0.15), (0.3, 0)], tail: 2.6), on: "mic", seconds: 4.2,
@@ -201,6 +202,8 @@ struct SignalActivationTests {
         #expect(rig.notifications.contains { if case .policy(.appState("mic", .active, _, .signal, _)) = $0 { true } else { false } },
                 "the mic was reported active because of its signal")
         #expect(rig.state("mic") == "listening")
+        // The recorded voice loops: silenced for good, the mic lets the timer sleep again.
+        rig.play([0], on: "mic")
         try waitFor("the level timer to sleep again once the mic has been silent for its hold") { rig.router.levelWatchingIsAsleep }
     }
 

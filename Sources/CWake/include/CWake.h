@@ -5,9 +5,10 @@
 /// control side watches the descriptor (a dispatch read source) and drains it.
 ///
 /// Signalling is one write(2) to a non-blocking eventfd: async-signal-safe, no lock in user space,
-/// in the kernel only the eventfd's wait-queue spinlock (it never sleeps, unlike a pipe's mutex).
-/// The engine signals at most once per sleep of the control side (a quiet-to-loud change), never
-/// per cycle.
+/// in the kernel the eventfd's wait-queue lock and the wake-up of its watcher (a spinlock on a
+/// stock kernel, so it never sleeps, unlike a pipe's mutex; on PREEMPT_RT a lock with priority
+/// inheritance that may make it wait a moment). The engine signals at most once per sleep of the
+/// control side (a quiet-to-loud change), never per cycle.
 
 /// A non-blocking, close-on-exec eventfd, or -1 (errno set).
 int CWake_make(void);

@@ -25,7 +25,8 @@ struct EngineCore: ~Copyable {
     let gaps: SPSCRing           // audio → control: stretches of the frame clock missed (frames:32 first frame:32)
     let watchPeaks: UnsafeMutablePointer<Float>   // audio thread: this cycle's peak per watch
     /// control → audio: per watch, the peak (a Float's bits) that wakes the control side while
-    /// `levelsAsleep`; +infinity (never) until set.
+    /// `levelsAsleep`; 0 until set (any sound wakes: a level forgotten costs CPU, never a wake).
+    /// Published to the audio thread by the release store of `levelsAsleep`.
     let watchWakeLevels: UnsafeMutablePointer<Atomic<UInt32>>
     /// The control side sleeps: no level is reported until a watch's peak reaches its wake level,
     /// and then the audio thread clears this and signals `levelWake` (once per sleep).
@@ -86,7 +87,7 @@ struct EngineCore: ~Copyable {
         // gap every cycle of that long at 16 frames and 48 kHz (3,000).
         gaps = SPSCRing(minimumCapacity: 4096)
         watchWakeLevels = .allocate(capacity: max(configuration.maxLevelWatches, 1))
-        for w in 0..<max(configuration.maxLevelWatches, 1) { (watchWakeLevels + w).initialize(to: Atomic(Float.infinity.bitPattern)) }
+        for w in 0..<max(configuration.maxLevelWatches, 1) { (watchWakeLevels + w).initialize(to: Atomic(Float(0).bitPattern)) }
         levelWake = CWake_make()
         watchPeaks = .allocate(capacity: max(configuration.maxLevelWatches, 1))
         watchPeaks.initialize(repeating: -1, count: max(configuration.maxLevelWatches, 1))
@@ -408,29 +409,22 @@ private func takeMeterBlockIfNeeded(_ core: UnsafeMutablePointer<EngineCore>) {
 ///
 /// While the control side sleeps (`levelsAsleep`: every watched app silent and settled), nothing
 /// is reported, until a watch's peak reaches its wake level: then the flag is cleared and the
-/// control side woken, once (one eventfd write, which never blocks and takes no user-space lock),
-/// and this cycle's peaks are reported as usual.
+/// control side woken, once (one eventfd write, which takes no user-space lock and never blocks
+/// on a stock kernel), and this cycle's peaks are reported as usual.
+///
+/// A cycle reported while awake whose peak reached a wake level looks at the flag again after its
+/// readings are in the ring (a full fence between: the control side stores the flag, fences, and
+/// only then drains): the control side may have gone to sleep after this cycle's first look and
+/// drained before these readings arrived, and must not sleep on them.
 @_noLocks
 private func reportLevels(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) {
     guard let plan = core.pointee.plan else { return }
-    var asleep = core.pointee.levelsAsleep.load(ordering: .relaxed)
-    if asleep {
-        var loud = false
-        var j = 0
-        while j < plan.pointee.inputCount && !loud {
-            let w = Int(plan.pointee.inputs[j].watch)
-            j &+= 1
-            guard w >= 0 else { continue }
-            loud = core.pointee.watchPeaks[w] >= Float(bitPattern: core.pointee.watchWakeLevels[w].load(ordering: .relaxed))
-        }
-        if loud {
-            if core.pointee.levelsAsleep.exchange(false, ordering: .relaxed), core.pointee.levelWake >= 0 {
-                let descriptor = core.pointee.levelWake
-                _unsafePerformance { CWake_signal(descriptor) }
-            }
-            asleep = false
-        }
+    var asleep = core.pointee.levelsAsleep.load(ordering: .acquiring)
+    if asleep, anyWatchAtWakeLevel(core, plan: plan) {
+        if core.pointee.levelsAsleep.exchange(false, ordering: .acquiringAndReleasing) { signalLevelWake(core) }
+        asleep = false
     }
+    var loudReported = false
     var i = 0
     while i < plan.pointee.inputCount {
         let w = Int(plan.pointee.inputs[i].watch)
@@ -443,7 +437,36 @@ private func reportLevels(_ core: UnsafeMutablePointer<EngineCore>, frames: Int)
         if !core.pointee.levels.push(UInt(truncatingIfNeeded: bits)) {
             _ = core.pointee.levelsDropped.add(1, ordering: .relaxed)
         }
+        if peak >= Float(bitPattern: core.pointee.watchWakeLevels[w].load(ordering: .relaxed)) { loudReported = true }
     }
+    if loudReported {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if core.pointee.levelsAsleep.load(ordering: .relaxed),
+           core.pointee.levelsAsleep.exchange(false, ordering: .acquiringAndReleasing) {
+            signalLevelWake(core)
+        }
+    }
+}
+
+/// Whether some watch's peak this cycle reached its wake level.
+@_noLocks @inline(__always)
+private func anyWatchAtWakeLevel(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>) -> Bool {
+    var j = 0
+    while j < plan.pointee.inputCount {
+        let w = Int(plan.pointee.inputs[j].watch)
+        j &+= 1
+        if w >= 0, core.pointee.watchPeaks[w] >= Float(bitPattern: core.pointee.watchWakeLevels[w].load(ordering: .relaxed)) {
+            return true
+        }
+    }
+    return false
+}
+
+/// Wakes the control side's level watching (it cleared `levelsAsleep` itself).
+@_noLocks @inline(__always)
+private func signalLevelWake(_ core: UnsafeMutablePointer<EngineCore>) {
+    let descriptor = core.pointee.levelWake
+    if descriptor >= 0 { _unsafePerformance { CWake_signal(descriptor) } }
 }
 
 @_noLocks
