@@ -5,7 +5,7 @@
 # outside by every thread's CPU (/proc/<pid>/task/*/schedstat) over PROCESS_SECONDS (6) after 2 s
 # of settling, the two alternating PROCESS_RUNS (5) times at every size of PROCESS_SIZES
 # ("1 16 64 128 256"). Then idle: the session loaded with PROCESS_IDLE_APPS (16) apps connected
-# to nothing and no OSC, as % of one core. Memory at the smallest and largest size: resident,
+# to nothing and no OSC, as % of one core, with and without a silent signal-activated mic. Memory at the smallest and largest size: resident,
 # private (what the process alone holds) and shared memory mapped (JACK's segments among it),
 # and what the router's private memory consists of (process-private.txt).
 # process.md, process.dat (medians and spreads), process-threads.txt (the first run's CPU by
@@ -17,16 +17,18 @@ process_idle_apps=${PROCESS_IDLE_APPS:-16}
 echo "== The whole process against a plain C client: sizes $process_sizes, $process_runs runs each, ${process_seconds}s windows"
 gcc -O2 -Wall -o "$out/mixclient" scripts/mixclient.c -ljack
 
-process_session() {   # apps, connected (true/false) → JSON on stdout
-    python3 - "$1" "$2" <<'PY'
+process_session() {   # apps, connected (true/false), [signal: one more app, a signal-activated mic] → JSON on stdout
+    python3 - "$1" "$2" "${3:-}" <<'PY'
 import json, sys
-apps, connected = int(sys.argv[1]), sys.argv[2] == "true"
+apps, connected, signal = int(sys.argv[1]), sys.argv[2] == "true", sys.argv[3] == "signal"
 print(json.dumps({
     "client": "duckrouter",
     "routes": [{"name": f"route{r}", "ports": ["system:playback_1", "system:playback_2"]} for r in range(1, 5)],
     "apps": [dict({"name": f"app{a:03d}", "category": "ambient", "active": True},
                   **({"connect": ["feeder:output1", "feeder:output2"]} if connected else {}))
-             for a in range(1, apps + 1)],
+             for a in range(1, apps + 1)]
+            + ([{"name": "mic", "category": "playAndRecord", "options": ["duckOthers"], "activation": "signal", "channels": 1}]
+               if signal else []),
 }))
 PY
 }
@@ -110,10 +112,13 @@ print(f"   {size:>3} apps: duckrouter {r:.1f} µs per cycle (runs {', '.join(f'{
 PY
 done
 
-# Idle: the session loaded, its apps connected to nothing, no OSC; and, alternating with it, the
-# C client with as many inputs connected to nothing: what any JACK client doing this costs here.
+# Idle: the session loaded, its apps connected to nothing, no OSC; the same with a silent
+# signal-activated mic besides (its level watch asleep); and, alternating with them, the C client
+# with as many inputs connected to nothing: what any JACK client doing this costs here.
 process_session "$process_idle_apps" false > "$out/process-session-idle.json"
+process_session "$process_idle_apps" false signal > "$out/process-session-idle-signal.json"
 idle=()
+idle_signal=()
 idle_c=()
 for run in $(seq "$process_runs"); do
     start_router_for idle
@@ -124,21 +129,32 @@ for run in $(seq "$process_runs"); do
     thread_ns "$started_pid" > "$out/process-threads-b"
     [ "$run" = 1 ] && echo "duckrouter idle: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
     kill -INT "$started_pid"; wait "$started_pid" || true
+    start_router_for idle-signal
+    wait_port duckrouter:mic_in_1 || true
+    sleep 2
+    thread_ns "$started_pid" > "$out/process-threads-a"
+    idle_signal+=("$(cpu_per_cycle "$started_pid" "$process_seconds")")
+    thread_ns "$started_pid" > "$out/process-threads-b"
+    [ "$run" = 1 ] && echo "duckrouter idle with a silent signal-activated mic: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
+    kill -INT "$started_pid"; wait "$started_pid" || true
     start_mixclient_for idle
     wait_port mixclient:route4_out_2 || true
     sleep 2
     idle_c+=("$(cpu_per_cycle "$started_pid" "$process_seconds")")
     kill -INT "$started_pid"; wait "$started_pid" || true
 done
-python3 - "${idle[*]}" "${idle_c[*]}" "$rate" "$period" "$process_idle_apps" "$out" <<'PY'
+python3 - "${idle[*]}" "${idle_c[*]}" "$rate" "$period" "$process_idle_apps" "$out" "${idle_signal[*]}" <<'PY'
 import statistics, sys
 runs, runs_c = [float(x) for x in sys.argv[1].split()], [float(x) for x in sys.argv[2].split()]
 rate, period, apps, out = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+runs_s = [float(x) for x in sys.argv[7].split()]
 cycle_us = 1e6 * period / rate
-m, c = statistics.median(runs), statistics.median(runs_c)
+m, c, s = statistics.median(runs), statistics.median(runs_c), statistics.median(runs_s)
 line = (f"Idle ({apps} apps loaded, none sounding, no OSC): {m:.1f} µs per cycle = {m / cycle_us * 100:.2f}% of one core "
         f"(runs {', '.join(f'{x:.1f}' for x in runs)}); the C client with {apps} stereo inputs connected to nothing: "
-        f"{c:.1f} µs = {c / cycle_us * 100:.2f}% (runs {', '.join(f'{x:.1f}' for x in runs_c)}); {m / c:.2f}x")
+        f"{c:.1f} µs = {c / cycle_us * 100:.2f}% (runs {', '.join(f'{x:.1f}' for x in runs_c)}); {m / c:.2f}x. "
+        f"With a silent signal-activated mic besides: {s:.1f} µs = {s / cycle_us * 100:.2f}% "
+        f"(runs {', '.join(f'{x:.1f}' for x in runs_s)})")
 print("   " + line)
 with open(f"{out}/process.md", "a") as f:
     f.write("\n" + line + "\n")
