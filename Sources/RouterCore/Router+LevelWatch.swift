@@ -97,8 +97,7 @@ extension Router {
                     if case .signal(_, true) = change.event { signals.noteActivation(name, refusal: error) }
                 }
             }
-            if let unduckAfter = inventory.apps.first(where: { $0.name == name })?.unduckAfter, let session = policy.state.app(name),
-               let change = signals.duckChange(name, session: session, unduckAfter: unduckAfter, sampleRate: sampleRate) {
+            if let session = policy.state.app(name), let change = signals.duckChange(name, session: session, sampleRate: sampleRate) {
                 asked = true
                 changed = (try? performOnQueue([change])) != nil || changed
             }

@@ -153,8 +153,10 @@ struct SignalWatcher {
 
     /// An active ducking app with `unduckAfter`: releases its duck after that much silence, takes
     /// it back when it sounds again.
-    func duckChange(_ name: String, session: AppSession, unduckAfter: Double, sampleRate: Int) -> Router.Change? {
-        guard let detector = watches[name]?.detector, session.isActive, session.configuration.ducksOthers else { return nil }
+    func duckChange(_ name: String, session: AppSession, sampleRate: Int) -> Router.Change? {
+        guard let watch = watches[name], let unduckAfter = watch.unduckAfter, session.isActive,
+              session.configuration.ducksOthers else { return nil }
+        let detector = watch.detector
         if !session.duckReleased && detector.silentMilliseconds(sampleRate: sampleRate) >= unduckAfter {
             logger.notice("'\(name)' has been silent for \(Int(unduckAfter)) ms: its duck is released")
             return Router.Change(.releaseDuck(app: name, true))
