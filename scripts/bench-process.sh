@@ -117,26 +117,26 @@ done
 # with as many inputs connected to nothing: what any JACK client doing this costs here.
 process_session "$process_idle_apps" false > "$out/process-session-idle.json"
 process_session "$process_idle_apps" false signal > "$out/process-session-idle-signal.json"
+# The router idle on process-session-$1.json once port $2 exists: its CPU per cycle into
+# idle_figure; in the first run ($3 = 1), its CPU by thread to process-threads.txt as "$4".
+measure_idle_router() {
+    start_router_for "$1"
+    wait_port "$2" || true
+    sleep 2
+    thread_ns "$started_pid" > "$out/process-threads-a"
+    idle_figure=$(cpu_per_cycle "$started_pid" "$process_seconds")
+    thread_ns "$started_pid" > "$out/process-threads-b"
+    [ "$3" = 1 ] && echo "$4: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
+    kill -INT "$started_pid"; wait "$started_pid" || true
+}
 idle=()
 idle_signal=()
 idle_c=()
 for run in $(seq "$process_runs"); do
-    start_router_for idle
-    wait_port duckrouter:route4_out_2 || true
-    sleep 2
-    thread_ns "$started_pid" > "$out/process-threads-a"
-    idle+=("$(cpu_per_cycle "$started_pid" "$process_seconds")")
-    thread_ns "$started_pid" > "$out/process-threads-b"
-    [ "$run" = 1 ] && echo "duckrouter idle: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
-    kill -INT "$started_pid"; wait "$started_pid" || true
-    start_router_for idle-signal
-    wait_port duckrouter:mic_in_1 || true
-    sleep 2
-    thread_ns "$started_pid" > "$out/process-threads-a"
-    idle_signal+=("$(cpu_per_cycle "$started_pid" "$process_seconds")")
-    thread_ns "$started_pid" > "$out/process-threads-b"
-    [ "$run" = 1 ] && echo "duckrouter idle with a silent signal-activated mic: $(thread_rates "$out/process-threads-a" "$out/process-threads-b" "$process_seconds")" >> "$out/process-threads.txt"
-    kill -INT "$started_pid"; wait "$started_pid" || true
+    measure_idle_router idle duckrouter:route4_out_2 "$run" "duckrouter idle"
+    idle+=("$idle_figure")
+    measure_idle_router idle-signal duckrouter:mic_in_1 "$run" "duckrouter idle with a silent signal-activated mic"
+    idle_signal+=("$idle_figure")
     start_mixclient_for idle
     wait_port mixclient:route4_out_2 || true
     sleep 2

@@ -14,9 +14,10 @@ import JackHost
 /// (the first goes out at once) and runs the `CycleWatchdog` (which counts from the last cycle,
 /// and keeps the ticks fast once cycles stop); a server that shuts the client down is seen at
 /// once (`JackEvent.serverShutDown`), readers of statistics and meters collect them themselves,
-/// and the engine's meter, timing and gap rings hold more than an idle second. Anything that gives it work (a plan published or waiting, a timed
-/// change) changes `publisher` or `timed`, whose observers bring the fast pace back at once; only
-/// a tick goes back to the slow one. Control queue only.
+/// and the engine's meter, timing and gap rings hold more than an idle second. Anything that gives
+/// it work (a plan published or waiting, a timed change) changes `publisher` or `timed`, whose
+/// observers bring the fast pace back at once; only a tick goes back to the slow one. Control
+/// queue only.
 extension Router {
     func startHousekeeping() {
         let timer = DispatchSource.makeTimerSource(queue: queue)
