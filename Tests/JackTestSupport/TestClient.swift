@@ -117,10 +117,21 @@ public final class TestClient: @unchecked Sendable {
         return Recording(channels: channels, cycleStarts: starts, sampleRate: client.sampleRate)
     }
 
-    /// Records for `seconds` and returns the recording.
+    /// Records `seconds` of audio and returns the recording: it waits for that many frames to
+    /// arrive, not for that much wall time (a server that slows down, as PipeWire may just after
+    /// a quantum change on a loaded machine, still yields the whole take). If the frames do not
+    /// come within `seconds` × 4 + 5 s it returns what arrived, for the caller to judge.
     public func record(seconds: Double) -> Recording {
+        let frames = min(Int(seconds * Double(client.sampleRate)), recordCapacity)
         startRecording()
         Thread.sleep(forTimeInterval: seconds)
+        let deadline = Date().addingTimeInterval(seconds * 4 + 5)
+        while Date() < deadline {
+            let written = state.pointee.written.load(ordering: .acquiring)
+            // Full, or as full as whole cycles can make it.
+            if written >= frames || written + client.bufferSize > recordCapacity { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         return stopRecording()
     }
 
