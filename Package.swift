@@ -51,13 +51,17 @@ let package = Package(
         // The real-time engine: mix plans, gain ramps, the mix kernel family, meters, SPSC queues.
         // Optimised in debug builds too: the process callback must meet JACK's deadline in the
         // integration tests (256 stereo apps take 5.5 ms a cycle unoptimised, over a 5.3 ms period).
-        .target(name: "Engine", dependencies: ["CFloatEnvironment", "CWake"], swiftSettings: optimisedInDebug),
+        .target(name: "Engine", dependencies: ["CFloatEnvironment", "CWake", "CSignalScan"], swiftSettings: optimisedInDebug),
         // The calling thread's floating-point control register: flush-to-zero and
         // denormals-are-zero for the process thread. Imported by Engine (and its tests and bench).
         .target(name: "CFloatEnvironment"),
         // An eventfd the audio thread signals to wake the control side's level watching after a
         // quiet stretch (Engine.levelWakeDescriptor).
         .target(name: "CWake"),
+        // The peak-and-finite scan of every buffer the engine reads or writes, built for the
+        // baseline, SSE4.1 and AVX2 and chosen at load (SignalGuard.peakIfFinite). Optimised in
+        // debug builds too, as the engine is.
+        .target(name: "CSignalScan", cSettings: [.unsafeFlags(["-O2", "-fno-fast-math"])]),
         // The plain C reference kernel the Swift kernels are benchmarked against (built with -O3).
         .target(name: "CMixReference",
                 cSettings: [.unsafeFlags(["-O3", "-fno-fast-math"])]),

@@ -418,21 +418,47 @@ struct UnsafeSendable<T>: @unchecked Sendable { let value: T; init(_ value: T) {
 
 @Suite("Signal guard")
 struct SignalGuardTests {
-    @Test("peak is the largest magnitude; any NaN or infinity anywhere gives nil", arguments: [1, 7, 8, 9, 128, 1023])
+    @Test("peak is the largest magnitude; any NaN or infinity anywhere gives nil (every build of the scan)",
+          arguments: [1, 7, 8, 9, 31, 33, 128, 1023])
     func peaks(frames: Int) {
+        typealias Scan = (UnsafePointer<Float>, Int) -> Float?
+        var scans: [(String, Scan)] = [("chosen", { SignalGuard.peakIfFinite($0, frames: $1) })]
+        for variant in SignalGuard.ScanVariant.allCases where variant.isSupported {
+            scans.append(("\(variant)", { SignalGuard.peakIfFinite($0, frames: $1, variant: variant) }))
+        }
         var rng = SplitMix(seed: UInt64(frames))
         var samples = (0..<frames).map { _ in rng.nextFloat() * 2 - 1 }
         samples[frames / 2] = -1.5
         let expected = samples.map(abs).max()!
-        #expect(SignalGuard.peakIfFinite(samples, frames: frames) == expected)
-        for bad: Float in [.nan, -.nan, .infinity, -.infinity, .signalingNaN] {
+        for (name, scan) in scans {
+            #expect(scan(samples, frames) == expected, "\(name)")
+            // The peak anywhere, the last sample included (the tail after the vector loop).
             for position in Set([0, frames / 3, frames - 1]) {
-                var dirty = samples
-                dirty[position] = bad
-                #expect(SignalGuard.peakIfFinite(dirty, frames: frames) == nil, "\(bad) at \(position)")
+                var louder = samples
+                louder[position] = 2.5
+                #expect(scan(louder, frames) == 2.5, "\(name): peak at \(position)")
+                for bad: Float in [.nan, -.nan, .infinity, -.infinity, .signalingNaN] {
+                    var dirty = samples
+                    dirty[position] = bad
+                    #expect(scan(dirty, frames) == nil, "\(name): \(bad) at \(position)")
+                }
             }
+            #expect(scan([Float](repeating: -0.0, count: frames), frames) == 0, "\(name)")
+            #expect(scan([Float](repeating: .greatestFiniteMagnitude, count: frames), frames) == .greatestFiniteMagnitude, "\(name)")
+            // Only the frames asked for: a NaN just past the end is not looked at.
+            let longer = samples + [.nan]
+            #expect(longer.withUnsafeBufferPointer { scan($0.baseAddress!, frames) } == expected, "\(name)")
         }
-        #expect(SignalGuard.peakIfFinite([Float](repeating: -0.0, count: frames), frames: frames) == 0)
-        #expect(SignalGuard.peakIfFinite([Float](repeating: .greatestFiniteMagnitude, count: frames), frames: frames) == .greatestFiniteMagnitude)
+    }
+
+    @Test("the scan built for the widest vector unit this x86 CPU has is the one used")
+    func chosenScan() {
+        #if arch(x86_64)
+        let widest = SignalGuard.ScanVariant.allCases.last { $0.isSupported }
+        #expect(SignalGuard.ScanVariant.chosen == widest)
+        #expect(SignalGuard.ScanVariant.baseline.isSupported)
+        #else
+        #expect(SignalGuard.ScanVariant.chosen == .baseline)
+        #endif
     }
 }

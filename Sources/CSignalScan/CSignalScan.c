@@ -1,0 +1,81 @@
+#include "CSignalScan.h"
+#include <string.h>
+
+// One loop, built three times. memcpy reads each sample's bits without breaking aliasing rules;
+// the compiler turns it into a plain load and the whole loop into a vector max reduction.
+#define LARGEST_MAGNITUDE_BITS(samples, count)            \
+    uint32_t largest = 0;                                 \
+    for (int32_t i = 0; i < (count); i++) {               \
+        uint32_t bits;                                    \
+        memcpy(&bits, (samples) + i, sizeof bits);        \
+        bits &= 0x7fffffffu;                              \
+        largest = bits > largest ? bits : largest;        \
+    }                                                     \
+    return largest;
+
+static uint32_t scan_baseline(const float *samples, int32_t count) {
+    LARGEST_MAGNITUDE_BITS(samples, count)
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CSIGNALSCAN_X86 1
+
+__attribute__((target("sse4.1")))
+static uint32_t scan_sse41(const float *samples, int32_t count) {
+    LARGEST_MAGNITUDE_BITS(samples, count)
+}
+
+__attribute__((target("avx2")))
+static uint32_t scan_avx2(const float *samples, int32_t count) {
+    LARGEST_MAGNITUDE_BITS(samples, count)
+}
+#endif
+
+typedef uint32_t (*scan_function)(const float *, int32_t);
+
+int32_t CSignalScan_supports(int32_t variant) {
+    switch (variant) {
+    case 0: return 1;
+#ifdef CSIGNALSCAN_X86
+    case 1: __builtin_cpu_init(); return __builtin_cpu_supports("sse4.1") ? 1 : 0;
+    case 2: __builtin_cpu_init(); return __builtin_cpu_supports("avx2") ? 1 : 0;
+#endif
+    default: return 0;
+    }
+}
+
+static scan_function function_for(int32_t variant) {
+    if (!CSignalScan_supports(variant)) return scan_baseline;
+    switch (variant) {
+#ifdef CSIGNALSCAN_X86
+    case 1: return scan_sse41;
+    case 2: return scan_avx2;
+#endif
+    default: return scan_baseline;
+    }
+}
+
+// Chosen before main runs, so the audio thread only ever reads it.
+static scan_function chosen = scan_baseline;
+static int32_t chosen_variant = 0;
+
+__attribute__((constructor))
+static void choose_scan(void) {
+    for (int32_t variant = 2; variant > 0; variant--) {
+        if (CSignalScan_supports(variant)) {
+            chosen = function_for(variant);
+            chosen_variant = variant;
+            return;
+        }
+    }
+}
+
+uint32_t CSignalScan_largestMagnitudeBits(const float *samples, int32_t count) {
+    return chosen(samples, count);
+}
+
+uint32_t CSignalScan_largestMagnitudeBitsUsing(int32_t variant, const float *samples, int32_t count) {
+    return function_for(variant)(samples, count);
+}
+
+int32_t CSignalScan_chosenVariant(void) { return chosen_variant; }
