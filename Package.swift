@@ -2,8 +2,9 @@
 import PackageDescription
 
 // Module boundaries follow ../shared/DESIGN.md §1: exactly one module imports CJack (JackHost),
-// the Engine is Swift and real-time safe (its only C is the floating-point control register, in
-// CFloatEnvironment), executables only wire modules together.
+// the Engine is Swift and real-time safe (its only C: the floating-point control register in
+// CFloatEnvironment, the eventfd in CWake, the vector builds of the peak scan in CSignalScan; the
+// compiler's @_noLocks checks do not reach into them), executables only wire modules together.
 // Built with -O in debug builds too (preconditions and overflow checks stay; only assert() goes):
 // the Engine (why: at its target) and the control plane (Policy, RouterCore, OSCTransport, OSCControl), which the tests drive at real
 // rates on two shared cores: the 60 s soak's 1,000 OSC messages a second took 49 % of a core
