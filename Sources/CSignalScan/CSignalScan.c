@@ -61,13 +61,10 @@ static int32_t chosen_variant = 0;
 
 __attribute__((constructor))
 static void choose_scan(void) {
-    for (int32_t variant = 2; variant > 0; variant--) {
-        if (CSignalScan_supports(variant)) {
-            chosen = function_for(variant);
-            chosen_variant = variant;
-            return;
-        }
-    }
+    int32_t variant = 2;
+    while (variant > 0 && !CSignalScan_supports(variant)) variant--;
+    chosen_variant = variant;
+    chosen = function_for(variant);
 }
 
 uint32_t CSignalScan_largestMagnitudeBits(const float *samples, int32_t count) {

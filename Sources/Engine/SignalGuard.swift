@@ -13,15 +13,19 @@ public enum SignalGuard {
     @_noLocks
     public static func peakIfFinite(_ buffer: UnsafePointer<Float>, frames: Int) -> Float? {
         let count = Int32(truncatingIfNeeded: frames)
-        let largest = _unsafePerformance { CSignalScan_largestMagnitudeBits(buffer, count) }
-        return largest >= 0x7f80_0000 ? nil : Float(bitPattern: largest)
+        return peak(largestMagnitudeBits: _unsafePerformance { CSignalScan_largestMagnitudeBits(buffer, count) })
     }
 
     /// `peakIfFinite` with the scan variant given (0 the baseline, 1 SSE4.1, 2 AVX2; one this CPU
     /// lacks runs the baseline): for tests and benchmarks.
     public static func peakIfFinite(_ buffer: UnsafePointer<Float>, frames: Int, variant: ScanVariant) -> Float? {
-        let largest = CSignalScan_largestMagnitudeBitsUsing(variant.rawValue, buffer, Int32(truncatingIfNeeded: frames))
-        return largest >= 0x7f80_0000 ? nil : Float(bitPattern: largest)
+        peak(largestMagnitudeBits: CSignalScan_largestMagnitudeBitsUsing(variant.rawValue, buffer, Int32(truncatingIfNeeded: frames)))
+    }
+
+    /// The scan's verdict: every pattern from 0x7f800000 up is an infinity or a NaN.
+    @_noLocks @inline(__always)
+    private static func peak(largestMagnitudeBits largest: UInt32) -> Float? {
+        largest >= 0x7f80_0000 ? nil : Float(bitPattern: largest)
     }
 
     /// The builds of the scan.

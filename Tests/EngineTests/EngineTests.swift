@@ -432,8 +432,8 @@ struct SignalGuardTests {
         let expected = samples.map(abs).max()!
         for (name, scan) in scans {
             #expect(scan(samples, frames) == expected, "\(name)")
-            // The peak anywhere, the last sample included (the tail after the vector loop).
-            // Every position: the vector loop, its epilogue and the scalar tail each get one.
+            // The peak, a NaN or an infinity at every position: the vector loop, its epilogue and
+            // the scalar tail each get them.
             for position in 0..<frames {
                 var louder = samples
                 louder[position] = 2.5
