@@ -7,7 +7,7 @@ import RouterCore
 /// Meters for subscribers (OSC `/meters`, and WebSockets listening to meter paths): the peaks the
 /// router gathered, in bundles at each subscriber's rate. OSC server thread only.
 extension ControlServer {
-    /// On a tick (every 10 ms) at which a subscriber is due, the peaks since the last such tick
+    /// On a tick (on the 10 ms grid) at which a subscriber is due, the peaks since the last such tick
     /// are taken from the router, once for every subscriber; each due subscriber gets one bundle
     /// with the peaks since its previous one, in dBFS (OSC `/meters` subscribers as
     /// `/duckrouter/meter` messages, a WebSocket that LISTENs to meter paths as messages of those
@@ -15,9 +15,16 @@ extension ControlServer {
     /// of the clock), so those at one rate are due at the same tick and share one reading and
     /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
     /// meter paths gets its own bundle of those).
-    /// Meter and loudness subscribers are what the ticks are for: with none, the OSC thread
-    /// sleeps until a packet comes (issue 21: an idle router costs next to nothing).
-    var wantsTicks: Bool { !meterTargets.isEmpty || !loudnessTargets.isEmpty || !meterHistory.isEmpty }
+    /// Meter and loudness subscribers are what the ticks are for: the OSC thread wakes for a tick
+    /// only when one is due (at 20 Hz, 20 times a second), and with none it sleeps until a packet
+    /// comes (issue 21: an idle router costs next to nothing). A tick when the last subscriber has
+    /// gone clears the history.
+    var nextTickWanted: Double? {
+        var next = meterTargets.isEmpty && !meterHistory.isEmpty ? 0 : Double.infinity
+        for target in meterTargets { next = min(next, target.nextMeter) }
+        for target in loudnessTargets { next = min(next, target.nextMeter) }
+        return next.isFinite ? next : nil
+    }
 
     func tick() {
         if !loudnessTargets.isEmpty { tickLoudness() }

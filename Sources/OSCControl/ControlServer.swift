@@ -140,7 +140,7 @@ public final class ControlServer: @unchecked Sendable {
             server.execute { [weak self] in self?.deliver(notification) }
         }
         server.start(tickMilliseconds: 10, onTick: { [weak self] in self?.tick() },
-                     wantsTicks: { [weak self] in self?.wantsTicks ?? false },
+                     nextTickWanted: { [weak self] in self?.nextTickWanted },
                      onClose: { [weak self] peer in self?.closed(peer) },
                      onBurstEnd: { [weak self] in self?.endBurst() },
                      handler: { [weak self] bytes, peer in self?.receive(bytes, from: peer) })

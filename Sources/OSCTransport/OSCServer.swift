@@ -99,7 +99,7 @@ public final class OSCServer: @unchecked Sendable {
     var handler: Handler = { _, _ in }
     var onClose: (Peer) -> Void = { _ in }
     private var onTick: () -> Void = {}
-    private var wantsTicks: () -> Bool = { true }
+    private var nextTickWanted: () -> Double? = { 0 }
     private var onBurstEnd: () -> Void = {}
     private var tickMilliseconds: Int32 = 10
     private var receiveBuffer = [UInt8](repeating: 0, count: 65_536)
@@ -168,19 +168,21 @@ public final class OSCServer: @unchecked Sendable {
     }
 
     /// Starts the server thread. `handler` gets every packet; `onClose` every TCP peer that went
-    /// away; `onTick` runs every `tickMilliseconds` (timers: meters, schedules) while `wantsTicks`
-    /// says so (asked on the server thread at every turn of its loop: when it says no, the thread
-    /// sleeps in poll until a packet, a connection or a task comes); `onBurstEnd` runs after the
+    /// away; `onTick` runs at the time `nextTickWanted` gives (seconds on `clockSeconds`' clock;
+    /// asked on the server thread at every turn of its loop), on the first tick of the grid of
+    /// `tickMilliseconds` at or after it and at most once a tick (timers: meters at 20 Hz wake the
+    /// thread 20 times a second, not at every tick); when it gives nil, the thread sleeps in poll
+    /// until a packet, a connection or a task comes; `onBurstEnd` runs after the
     /// packets that arrived together (one wake-up of the thread) have been handled, so work they
     /// share can be done once per burst.
     public func start(tickMilliseconds: Int = 10, onTick: @escaping () -> Void = {},
-                      wantsTicks: @escaping () -> Bool = { true },
+                      nextTickWanted: @escaping () -> Double? = { 0 },
                       onClose: @escaping (Peer) -> Void = { _ in }, onBurstEnd: @escaping () -> Void = {},
                       handler: @escaping Handler) {
         self.handler = handler
         self.onClose = onClose
         self.onTick = onTick
-        self.wantsTicks = wantsTicks
+        self.nextTickWanted = nextTickWanted
         self.onBurstEnd = onBurstEnd
         self.tickMilliseconds = Int32(max(1, tickMilliseconds))
         running.store(true, ordering: .releasing)
@@ -239,7 +241,9 @@ public final class OSCServer: @unchecked Sendable {
     // MARK: The loop
 
     private func run() {
-        var nextTick = OSCServer.tickAfter(OSCServer.nowMilliseconds(), every: Int64(tickMilliseconds))
+        let interval = Int64(tickMilliseconds)
+        // The grid point of the last tick: the next is at least one interval later.
+        var lastTick: Int64 = 0
         var streamsWaiting = false
         while running.load(ordering: .acquiring) {
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
@@ -253,11 +257,11 @@ public final class OSCServer: @unchecked Sendable {
                 fds.append(pollfd(fd: c.fd, events: events, revents: 0))
             }
             // Packets of streams still waiting: look at the sockets and come straight back. No
-            // ticks wanted (no meter subscriber): sleep until something comes (-1), so an idle
-            // router's OSC thread costs nothing.
-            let ticking = wantsTicks()
+            // tick wanted (no meter subscriber): sleep until something comes (-1), so an idle
+            // router's OSC thread costs nothing; else until the tick that is wanted.
+            let nextTick = nextTickWanted().map { OSCServer.tick(for: $0, after: lastTick, every: interval) }
             let timeout = streamsWaiting ? 0
-                : ticking ? Int32(max(0, min(Int64(tickMilliseconds), nextTick - OSCServer.nowMilliseconds()))) : -1
+                : nextTick.map { Int32(clamping: max(0, $0 - OSCServer.nowMilliseconds())) } ?? -1
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 && errno != EINTR { onProblem("poll failed: \(errorText())") }
             if fds[0].revents != 0 {
@@ -279,9 +283,10 @@ public final class OSCServer: @unchecked Sendable {
             onBurstEnd()
             runTasks()
             let now = OSCServer.nowMilliseconds()
-            if now >= nextTick && (ticking || wantsTicks()) {
+            // A timer the burst started (a new subscriber) is asked for at the next turn.
+            if let nextTick, now >= nextTick {
                 onTick()
-                nextTick = OSCServer.tickAfter(now, every: Int64(tickMilliseconds))
+                lastTick = now / interval * interval
             }
             endStreamTurn()
         }
@@ -537,13 +542,20 @@ public final class OSCServer: @unchecked Sendable {
 
     // MARK: Helpers
 
-    /// The next tick after `now`: ticks fall on multiples of the interval of the clock, not an
+    /// The tick for a timer due at `wanted` seconds of the clock (`clockSeconds`): the first point
+    /// of the grid of `interval` ms at or after it, and at least an interval after the last tick
+    /// (`last`, a grid point), so a timer that finds itself not yet due at its tick is asked again
+    /// a tick later, not in a loop. Ticks fall on multiples of the interval of the clock, not an
     /// interval after the last one ran, so a late tick does not push every later one back. Timers
     /// on a grid of their own (meters at 20 Hz are due every 50 ms of the clock) then run at the
     /// same point of each interval, and the gaps between them stay even (they wandered by up to a
     /// tick: bundles 32 ms apart were seen under load).
-    static func tickAfter(_ now: Int64, every interval: Int64) -> Int64 {
-        (now / interval + 1) * interval
+    static func tick(for wanted: Double, after last: Int64, every interval: Int64) -> Int64 {
+        // Rounded, not up: a time on the grid (k / 20 s) is a whole number of ms give or take
+        // the last bit of a Double.
+        let milliseconds = wanted > 0 && wanted < 1e12 ? Int64((wanted * 1000).rounded()) : 0
+        let onGrid = (milliseconds + interval - 1) / interval * interval
+        return max(onGrid, last + interval)
     }
 
     /// Seconds on the clock the ticks run on (CLOCK_MONOTONIC): timers that want to fall on a
