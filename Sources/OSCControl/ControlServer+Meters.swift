@@ -103,7 +103,7 @@ extension ControlServer {
     /// Starts sending `target` meters at `rate` Hz.
     func addMeterTarget(_ target: Target, rate: Double) {
         // The first subscriber: drop what the router gathered while nobody listened.
-        if meterTargets.isEmpty { _ = router.takePeaks() }
+        if meterTargets.isEmpty { router.dropPeaks() }
         target.meterRate = rate
         // The first bundle at the first point of the rate's grid at least one interval away, so
         // it carries a whole interval's peaks; every later one on that grid.

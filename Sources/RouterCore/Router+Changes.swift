@@ -153,6 +153,9 @@ extension Router {
     /// only changes; the plan goes out with the new ports. A full queue is not an error: the state
     /// waits and housekeeping publishes it (coalesced with any later change).
     func publish(startFrame: UInt32? = nil) throws(RouterError) {
+        // Meters are named as the plan that makes them will name its slots (and, while the
+        // server is away, as the state is).
+        peakBoard.follow(apps: inventory.apps, routes: inventory.routes)
         guard link.client != nil else {
             publisher.needsPublish = true
             return

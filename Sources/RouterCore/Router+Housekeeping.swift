@@ -105,7 +105,7 @@ extension Router {
     /// who should not wait for the next one (an idle tick is up to a second away).
     func collectFromEngine() {
         engine.collectProcessTimes()
-        if link.client != nil { diagnostics.collectMeters(from: engine) }
+        peakBoard.collect()
     }
 
     /// Unregisters the ports of removed apps once no plan the audio thread may use reads them.

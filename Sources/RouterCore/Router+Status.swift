@@ -40,7 +40,7 @@ extension Router {
                           state: mix[app.name]?.state.rawValue ?? "inactive",
                           volume: Double(Decibels.sliderPosition(linear: sessions[app.name]?.volume ?? 1)),
                           gainDecibels: Double(Decibels.level(app.gain)),
-                          peakDecibels: diagnostics.latestPeakDecibels(app: app),
+                          peakDecibels: peakBoard.latestPeakDecibels(app: app),
                           loudness: link.client == nil ? nil : loudness.reading(app: app.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) },
                           ducks: ducks(of: app.name, mix[app.name]))
                 },
@@ -51,7 +51,7 @@ extension Router {
                           latencyFrames: link.client == nil ? nil : $0.latencyFrames,
                           volume: Double(Decibels.sliderPosition(linear: $0.gain)),
                           gainDecibels: Double(Decibels.level($0.gain)),
-                          peakDecibels: diagnostics.latestPeakDecibels(route: $0),
+                          peakDecibels: peakBoard.latestPeakDecibels(route: $0),
                           loudness: link.client == nil ? nil : loudness.reading(route: $0.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) })
                 },
                 currentRoute: currentRoute.map { inventory.routes[$0].name }, policy: policy.state,

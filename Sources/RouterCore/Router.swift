@@ -82,6 +82,8 @@ public final class Router: @unchecked Sendable {
     let logger: Logger
     let link: JackLink
     let engine: Engine
+    /// The engine's peaks, for any thread (meter subscribers read them with no trip to this queue).
+    let peakBoard: PeakBoard
     var inventory: PortInventory
     var patchbay: Patchbay
     /// Every change to what is published, or to what is timed, may give housekeeping work.
@@ -163,6 +165,7 @@ public final class Router: @unchecked Sendable {
         engineConfiguration.maxTapGroups = max(engineConfiguration.maxTapGroups,
                                                engineConfiguration.maxInputChannels + engineConfiguration.maxOutputChannels)
         engine = Engine(configuration: engineConfiguration, portBuffer: JackClient.portBuffer)
+        peakBoard = PeakBoard(engine: engine)
         meterLoudness = configuration.meterLoudness
         fileDucking = configuration.fileDucking
         loudness = LoudnessMeters(enabled: configuration.meterLoudness || session.ducking.usesLoudness,
@@ -183,6 +186,7 @@ public final class Router: @unchecked Sendable {
             throw RouterError(error)
         }
         currentRoute = policy.state.currentRoute.flatMap(inventory.routeIndex)
+        peakBoard.follow(apps: inventory.apps, routes: inventory.routes)
         // What the session alone makes audible (a signal-activated app listens from the start).
         let mix = policy.mix
         for index in inventory.apps.indices {
@@ -396,12 +400,16 @@ public final class Router: @unchecked Sendable {
     }
 
     /// The peak of every app's and route's channels since the previous call (OSC meters: no
-    /// transient between two meter messages is missed). Apps first, then routes, in order.
+    /// transient between two meter messages is missed). Apps first, then routes, in order. Any
+    /// thread, with no trip to the control queue (`PeakBoard`).
     public func takePeaks() -> [PeakMeter] {
-        queue.sync {
-            collectFromEngine()
-            return diagnostics.takePeaks(apps: inventory.apps, routes: inventory.routes)
-        }
+        peakBoard.takePeaks()
+    }
+
+    /// Forgets the peaks gathered so far (any thread, no trip to the control queue): the next
+    /// `takePeaks` tells of what comes after.
+    public func dropPeaks() {
+        peakBoard.dropPeaks()
     }
 
     /// Every metered app's and route's loudness, apps first, in order; nil when the router
