@@ -452,12 +452,39 @@ struct SignalGuardTests {
         }
     }
 
+    @Test("a scan from a start that is not vector-aligned, and of no frames (every build of the scan)")
+    func peaksUnalignedAndEmpty() {
+        var scans: [(String, (UnsafePointer<Float>, Int) -> Float?)] = [("chosen", { SignalGuard.peakIfFinite($0, frames: $1) })]
+        for variant in SignalGuard.ScanVariant.allCases where variant.isSupported {
+            scans.append(("\(variant)", { SignalGuard.peakIfFinite($0, frames: $1, variant: variant) }))
+        }
+        var rng = SplitMix(seed: 7)
+        // A NaN before the start and after the end: neither is looked at.
+        let samples: [Float] = [.nan] + (0..<200).map { _ in rng.nextFloat() * 2 - 1 } + [.nan]
+        for (name, scan) in scans {
+            samples.withUnsafeBufferPointer { all in
+                for offset in 1...9 {
+                    let frames = 150 + offset
+                    let expected = all[offset..<(offset + frames)].map(abs).max()!
+                    #expect(scan(all.baseAddress! + offset, frames) == expected, "\(name) from \(offset)")
+                }
+                #expect(scan(all.baseAddress!, 0) == 0, "\(name): no frames is silence, not a NaN")
+                #expect(scan(all.baseAddress!, -4) == 0, "\(name): a negative count reads nothing")
+            }
+        }
+    }
+
     @Test("the scan built for the widest vector unit this x86 CPU has is the one used")
-    func chosenScan() {
+    func chosenScan() throws {
         #if arch(x86_64)
         let widest = SignalGuard.ScanVariant.allCases.last { $0.isSupported }
         #expect(SignalGuard.ScanVariant.chosen == widest)
         #expect(SignalGuard.ScanVariant.baseline.isSupported)
+        // What the kernel says the CPU has (`flags` in /proc/cpuinfo) agrees with the scan's own look.
+        let flags = Set(try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("flags") }.map { $0.split(separator: " ").map(String.init) } ?? [])
+        #expect(SignalGuard.ScanVariant.sse41.isSupported == flags.contains("sse4_1"))
+        #expect(SignalGuard.ScanVariant.avx2.isSupported == flags.contains("avx2"))
         #else
         #expect(SignalGuard.ScanVariant.chosen == .baseline)
         #endif
