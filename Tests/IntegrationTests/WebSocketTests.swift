@@ -121,6 +121,35 @@ struct WebSocketTests {
         #expect(later.count <= 2, "ignored, yet \(later.count) meter frames in 0.5 s")
     }
 
+    /// `/meters` over the WebSocket is answered by the OSC server as over TCP; the bundles come
+    /// from the HTTP server's event loop (`PageMeters`), at the rate asked for.
+    @Test("/meters over the WebSocket: the OSC reply, then /duckrouter/meter bundles at the rate asked for with the peak per channel; /meters 0 stops them")
+    func oscMeters() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        rig.play(music: 0.5)
+        rig.expectLevel(.speaker1, 0.5)
+        let client = try OSCQueryClient(httpPort: Int(rig.httpPort))
+        _ = client.call("connect")
+        client.osc("/meters", ("f", 10))
+        #expect(client.until(["osc": "/reply", "args": ["/meters", 10.0]]).matched)
+        #expect(client.until(["osc": "/duckrouter/meter", "args": ["app", "music"]]).matched)
+        let second = client.drain(1).compactMap(\.oscFrame).filter { $0.path == "/duckrouter/meter" && $0.args.count > 1 && $0.args[1] as? String == "music" }
+        print("WebSocketTests: \(second.count) music meters in 1 s at 10 Hz; last \(second.last?.args ?? [])")
+        // At most 10 a second (the rate); at least some (a loaded machine may send fewer).
+        #expect((4...11).contains(second.count), "about 10 a second: \(second.count)")
+        let peaks = second.last?.args.dropFirst(2).compactMap { $0 as? Double } ?? []
+        #expect(peaks.count == 2 && peaks.allSatisfy { abs($0 - -6.02) < 0.1 }, "0.5 is -6.02 dBFS: \(peaks)")
+        let subscribed = try rig.settings()["meterSubscribers"] as? [String] ?? []
+        #expect(subscribed.count == 1 && subscribed.first?.hasPrefix("osc.tcp://") == true, "/state lists the page: \(subscribed)")
+        client.osc("/meters", ("f", 0))
+        #expect(client.until(["osc": "/reply", "args": ["/meters", 0.0]]).matched)
+        #expect((try rig.settings()["meterSubscribers"] as? [String])?.isEmpty == true)
+        // At most those already on their way when /meters 0 came; at 10 Hz 1 s would bring ten.
+        let later = client.drain(1).compactMap(\.oscFrame).filter { $0.path == "/duckrouter/meter" && $0.args.count > 1 && $0.args[1] as? String == "music" }
+        #expect(later.count <= 2, "stopped, yet \(later.count) music meters in 1 s")
+    }
+
     @Test("Chataigne's flow: HOST_INFO, the namespace, a WebSocket on the HTTP port, one LISTEN per parameter; changes arrive, no errors")
     func chataigneFlow() throws {
         let rig = try OSCRig(http: true)
