@@ -114,7 +114,7 @@ extension ControlServer {
 
     /// The first point of the grid of `rate` (multiples of its interval on the OSC server's clock,
     /// `OSCServer.clockSeconds`) after `time`. At 20 Hz each point is one of the server's ticks
-    /// (every 10 ms of the same clock), so a bundle goes out at the tick of its point, not up to
+    /// (on its 10 ms grid of the same clock), so a bundle goes out at the tick of its point, not up to
     /// a tick after it depending on how the two clocks happen to lie.
     static func nextMeterTime(after time: Double, rate: Double) -> Double {
         ((time * rate).rounded(.down) + 1) / rate

@@ -551,9 +551,11 @@ public final class OSCServer: @unchecked Sendable {
     /// same point of each interval, and the gaps between them stay even (they wandered by up to a
     /// tick: bundles 32 ms apart were seen under load).
     static func tick(for wanted: Double, after last: Int64, every interval: Int64) -> Int64 {
-        // Rounded, not up: a time on the grid (k / 20 s) is a whole number of ms give or take
-        // the last bit of a Double.
-        let milliseconds = wanted > 0 && wanted < 1e12 ? Int64((wanted * 1000).rounded()) : 0
+        // Up, less a µs: a time on the grid (k / 20 s) is a whole number of ms give or take the
+        // last bits of a Double, and one just after a grid point is not ticked before it.
+        // A time in the past (or not a number) is now; one beyond any clock, never (in practice).
+        guard wanted < 1e12 else { return Int64.max / 2 }
+        let milliseconds = wanted > 0 ? Int64((wanted * 1000 - 1e-3).rounded(.up)) : 0
         let onGrid = (milliseconds + interval - 1) / interval * interval
         return max(onGrid, last + interval)
     }

@@ -12,7 +12,9 @@ import Policy
 /// Owns: the engine's meter hand-back (its ring has one consumer at a time: every collection is
 /// under the lock), the latest reading, the peaks since they were last taken, and the layout:
 /// which app and route reads which meter slots, set by the control queue whenever it publishes
-/// (`follow`), so a reading is named as the plans that made it name their slots. Must not touch:
+/// (`follow`), so a reading is named as the latest plan names its slots (a meter block the audio
+/// thread filled across a plan change may carry a reused slot's last peak under its new owner's
+/// name, as before the board). Must not touch:
 /// anything else of the engine's, or control state. Any thread; the lock is held for a collection
 /// and a copy, never for a call out.
 final class PeakBoard: @unchecked Sendable {
@@ -35,8 +37,9 @@ final class PeakBoard: @unchecked Sendable {
         self.engine = engine
     }
 
-    /// The meters are these apps and routes from now on (control queue: before each publish, and
-    /// once at the start). Kept as it is when nothing changed.
+    /// The meters are these apps and routes from now on (control queue: after each publish, and
+    /// at the start). Kept as it is when nothing changed. The look and the write are two turns of
+    /// the lock: right only with one writer, the control queue.
     func follow(apps: [AppState], routes: [RouteState]) {
         let same = lock.withLock {
             layout.count == apps.count + routes.count

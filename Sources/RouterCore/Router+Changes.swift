@@ -37,6 +37,7 @@ extension Router {
         func rollBack() {
             for port in inventory.registeredSince { link.client?.unregister(port) }
             (inventory, policy, currentRoute, signals) = before
+            followMeters()
         }
         inventory.beginJournal()
         // Effects in order, so an app removed and registered again in one batch hands its ports
@@ -153,10 +154,9 @@ extension Router {
     /// only changes; the plan goes out with the new ports. A full queue is not an error: the state
     /// waits and housekeeping publishes it (coalesced with any later change).
     func publish(startFrame: UInt32? = nil) throws(RouterError) {
-        // Meters are named as the plan that makes them will name its slots (and, while the
-        // server is away, as the state is).
-        peakBoard.follow(apps: inventory.apps, routes: inventory.routes)
         guard link.client != nil else {
+            // Meters are named as the state is while the server is away.
+            followMeters()
             publisher.needsPublish = true
             return
         }
@@ -176,10 +176,18 @@ extension Router {
     /// A plan is with the engine: the ramps it carries are spent, and removed apps it no longer
     /// reads are stamped with its generation.
     func afterPublishing() {
+        followMeters()
         for index in inventory.apps.indices { inventory.apps[index].pendingRamp = nil }
         for index in inventory.routes.indices { inventory.routes[index].pendingRamp = nil }
         inventory.noteCleared(inPlan: publisher.publishedGeneration, slotsInUse: publisher.slotsInUse())
         loudness.follow(apps: inventory.apps, routes: inventory.routes, engine: engine, sampleRate: sampleRate)
+    }
+
+    /// The peak board names meters as the apps and routes are now: after each plan handed to the
+    /// engine (every path that publishes goes through `afterPublishing`), and while the server is
+    /// away, when a change is undone.
+    func followMeters() {
+        peakBoard.follow(apps: inventory.apps, routes: inventory.routes)
     }
 
     /// Publishes, logging (not throwing) a refusal: used where no caller waits. The state keeps

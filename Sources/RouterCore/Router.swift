@@ -186,7 +186,7 @@ public final class Router: @unchecked Sendable {
             throw RouterError(error)
         }
         currentRoute = policy.state.currentRoute.flatMap(inventory.routeIndex)
-        peakBoard.follow(apps: inventory.apps, routes: inventory.routes)
+        followMeters()
         // What the session alone makes audible (a signal-activated app listens from the start).
         let mix = policy.mix
         for index in inventory.apps.indices {

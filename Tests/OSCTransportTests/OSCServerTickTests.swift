@@ -11,7 +11,9 @@ struct OSCServerTickTests {
         #expect(OSCServer.tick(for: 100.05, after: 0, every: 10) == 100_050, "on the grid")
         #expect(OSCServer.tick(for: 100.051, after: 0, every: 10) == 100_060)
         #expect(OSCServer.tick(for: 1_795_500_000.15, after: 0, every: 10) == 1_795_500_000_150, "a Double's last bit")
-        #expect(OSCServer.tick(for: 7.0 + 1.0 / 30, after: 0, every: 10) == 7_040, "a rate off the grid")
+        #expect(OSCServer.tick(for: 7.0 + 1.0 / 15, after: 0, every: 10) == 7_070, "a rate off the grid")
+        #expect(OSCServer.tick(for: 100.0504, after: 0, every: 10) == 100_060, "just after a grid point: the next one")
+        #expect(OSCServer.tick(for: 2e13, after: 100_050, every: 10) > 1 << 60, "a time beyond any clock: never")
         #expect(OSCServer.tick(for: 100.05, after: 100_050, every: 10) == 100_060, "not twice in one tick")
         #expect(OSCServer.tick(for: 0, after: 100_050, every: 10) == 100_060, "now: the next tick")
     }

@@ -55,6 +55,23 @@ struct PeakBoardTests {
         #expect(board.takePeaks().map(\.peaks) == [[0]], "dropped")
     }
 
+    @Test("what a collection gathers stays until it is taken: a click collected early is in the take after a quiet cycle")
+    func collectedThenTaken() throws {
+        let engine = Self.engine()
+        let buffers = PlanPublisherTests.Buffers()
+        let left = buffers.make(32, 0.9), right = buffers.make(32, 0.1), out = buffers.make(32)
+        try engine.publish(Self.plan(left, right, out))
+        let board = PeakBoard(engine: engine)
+        board.follow(apps: [Self.music], routes: [])
+        engine.runCycle(frames: 32)
+        board.collect()   // the control queue's housekeeping
+        left.pointer.assumingMemoryBound(to: Float.self).update(repeating: 0.1, count: 32)
+        engine.runCycle(frames: 32)
+        board.collect()
+        #expect(board.takePeaks().map(\.peaks) == [[0.9, 0.1]])
+        #expect(board.latestPeakDecibels(app: Self.music).map { ($0 * 10).rounded() / 10 } == [-20, -20], "the latest reading is the quiet cycle's")
+    }
+
     /// The control queue collects at its housekeeping while the OSC thread takes the peaks: what
     /// either collects reaches the next take. A click in one cycle among 2,000 is in some take.
     @Test("a click collected by one thread is taken by the other")

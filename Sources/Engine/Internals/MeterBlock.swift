@@ -1,8 +1,9 @@
 /// Peak levels gathered by the process thread over one or more cycles.
 ///
 /// Ownership: a fixed pool of blocks is allocated with the engine. A block is either free (in the
-/// `meterFree` ring, zeroed by the control thread), being filled (held by the process thread), or
-/// full (in the `meterFull` ring, read by the control thread). Nothing is allocated after setup.
+/// `meterFree` ring, zeroed by its reader), being filled (held by the process thread), or full (in
+/// the `meterFull` ring, read by one thread at a time: `Engine.collectMeters`, under RouterCore's
+/// `PeakBoard` lock). Nothing is allocated after setup.
 struct MeterBlock {
     var inputPeaks: UnsafeMutablePointer<Float>
     var outputPeaks: UnsafeMutablePointer<Float>
