@@ -7,7 +7,8 @@ import Synchronization
 /// Use it from one thread (the control thread): publish plans, collect the plans the audio thread
 /// has retired. Meters (`collectMeters`) are the exception: any one thread at a time may read
 /// them (the control queue or the OSC server's thread), which RouterCore's `PeakBoard` ensures
-/// with a lock (they touch only the two meter rings and their blocks). Destroy it only after the JACK client has been deactivated.
+/// with a lock (they touch only the two meter rings and their blocks). Destroy it only after the
+/// JACK client has been deactivated.
 public final class Engine {
     /// Capacities fixed at setup, so the process thread never allocates.
     public struct Configuration: Sendable, Equatable {

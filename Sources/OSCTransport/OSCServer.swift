@@ -553,7 +553,7 @@ public final class OSCServer: @unchecked Sendable {
     static func tick(for wanted: Double, after last: Int64, every interval: Int64) -> Int64 {
         // Up, less a µs: a time on the grid (k / 20 s) is a whole number of ms give or take the
         // last bits of a Double, and one just after a grid point is not ticked before it.
-        // A time in the past (or not a number) is now; one beyond any clock, never (in practice).
+        // A time in the past is now; one beyond any clock (or not a number), never.
         guard wanted < 1e12 else { return Int64.max / 2 }
         let milliseconds = wanted > 0 ? Int64((wanted * 1000 - 1e-3).rounded(.up)) : 0
         let onGrid = (milliseconds + interval - 1) / interval * interval

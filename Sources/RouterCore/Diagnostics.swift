@@ -1,13 +1,10 @@
-import Engine
 import Foundation
-import Logging
-import Policy
 
 /// What the router tells about itself: xruns (notified at most once a second), and when to log
 /// a full plan queue or a refused plan (the meters are the `PeakBoard`'s).
 ///
-/// Owns: the xrun counts, and when the plan queue was last reported full. Must not touch: the policy, ports or plans
-/// (it is handed what it reports). Control queue only.
+/// Owns: the xrun counts, and when a full plan queue and a refused plan were last logged. Must
+/// not touch: the policy, ports or plans (it is handed what it reports). Control queue only.
 struct Diagnostics {
     private(set) var xruns = 0
     private var xrunsNotified = 0

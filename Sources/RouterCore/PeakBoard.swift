@@ -14,9 +14,8 @@ import Policy
 /// which app and route reads which meter slots, set by the control queue whenever it publishes
 /// (`follow`), so a reading is named as the latest plan names its slots (a meter block the audio
 /// thread filled across a plan change may carry a reused slot's last peak under its new owner's
-/// name, as before the board). Must not touch:
-/// anything else of the engine's, or control state. Any thread; the lock is held for a collection
-/// and a copy, never for a call out.
+/// name, as before the board). Must not touch: anything else of the engine's, or control state.
+/// Any thread; the lock is held for a collection and a copy, never for a call out.
 final class PeakBoard: @unchecked Sendable {
     // @unchecked: `engine` is used only under `lock` (its meter rings and blocks, nothing else),
     // and every stored var is read and written under `lock` (NSLock, which TSan sees).
@@ -27,7 +26,7 @@ final class PeakBoard: @unchecked Sendable {
     private var layout: [Entry] = []
 
     /// One meter: an app (its input slots) or a route (its output slots).
-    private struct Entry: Equatable {
+    private struct Entry {
         var kind: PeakMeter.Kind
         var name: String
         var slots: [Int32]
@@ -38,15 +37,8 @@ final class PeakBoard: @unchecked Sendable {
     }
 
     /// The meters are these apps and routes from now on (control queue: after each publish, and
-    /// at the start). Kept as it is when nothing changed. The look and the write are two turns of
-    /// the lock: right only with one writer, the control queue.
+    /// at the start).
     func follow(apps: [AppState], routes: [RouteState]) {
-        let same = lock.withLock {
-            layout.count == apps.count + routes.count
-                && zip(layout, apps).allSatisfy { $0.kind == .app && $0.name == $1.name && $0.slots == $1.meterSlots }
-                && zip(layout.dropFirst(apps.count), routes).allSatisfy { $0.kind == .route && $0.name == $1.name && $0.slots == $1.meterSlots }
-        }
-        if same { return }
         let entries = apps.map { Entry(kind: .app, name: $0.name, slots: $0.meterSlots) }
             + routes.map { Entry(kind: .route, name: $0.name, slots: $0.meterSlots) }
         lock.withLock { layout = entries }
