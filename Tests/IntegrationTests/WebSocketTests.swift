@@ -93,14 +93,26 @@ struct WebSocketTests {
         #expect(subscribers.isEmpty, "the closed WebSocket's subscription is gone: \(subscribers)")
     }
 
-    @Test("LISTEN to a meter: its own path at 20 Hz with the peak per channel in dBFS, nothing of other meters; IGNORE stops it")
-    func meters() throws {
+    /// A router playing music at 0.5 (-6.02 dBFS), heard at the speaker, and a WebSocket client
+    /// connected to it. The caller closes the rig.
+    static func musicAtHalf() throws -> (OSCRig, OSCQueryClient) {
         let rig = try OSCRig(http: true)
-        defer { rig.close() }
         rig.play(music: 0.5)
         rig.expectLevel(.speaker1, 0.5)
-        let client = try OSCQueryClient(httpPort: Int(rig.httpPort))
-        _ = client.call("connect")
+        do {
+            let client = try OSCQueryClient(httpPort: Int(rig.httpPort))
+            _ = client.call("connect")
+            return (rig, client)
+        } catch {
+            rig.close()
+            throw error
+        }
+    }
+
+    @Test("LISTEN to a meter: its own path at 20 Hz with the peak per channel in dBFS, nothing of other meters; IGNORE stops it")
+    func meters() throws {
+        let (rig, client) = try Self.musicAtHalf()
+        defer { rig.close() }
         _ = client.call("listen", "/app/music/meter")
         #expect(client.until(["osc": "/app/music/meter"]).matched)
         let second = client.drain(1)
@@ -125,12 +137,8 @@ struct WebSocketTests {
     /// from the HTTP server's event loop (`PageMeters`), at the rate asked for.
     @Test("/meters over the WebSocket: the OSC reply, then /duckrouter/meter bundles at the rate asked for with the peak per channel; /meters 0 stops them")
     func oscMeters() throws {
-        let rig = try OSCRig(http: true)
+        let (rig, client) = try Self.musicAtHalf()
         defer { rig.close() }
-        rig.play(music: 0.5)
-        rig.expectLevel(.speaker1, 0.5)
-        let client = try OSCQueryClient(httpPort: Int(rig.httpPort))
-        _ = client.call("connect")
         client.osc("/meters", ("f", 10))
         #expect(client.until(["osc": "/reply", "args": ["/meters", 10.0]]).matched)
         #expect(client.until(["osc": "/duckrouter/meter", "args": ["app", "music"]]).matched)

@@ -8,22 +8,36 @@ import Testing
 /// OSC server's meter tick and the control queue's housekeeping).
 @Suite("Peak board")
 struct PeakBoardTests {
-    static func engine() -> Engine {
-        var configuration = Engine.Configuration()
-        configuration.meterIntervalFrames = 32
-        configuration.meterBlocks = 8
-        return Engine(configuration: configuration, portBuffer: PlanPublisherTests.directBuffers)
-    }
+    /// An engine mixing music's two inputs (meter slots 0 and 1, 32 frames of `left` and of
+    /// `right`) at unit gain into the speaker (output slot 0), and a board following music and
+    /// `routes`. Cycles run on the test's thread.
+    final class Fixture {
+        let engine: Engine
+        let board: PeakBoard
+        private let buffers = PlanPublisherTests.Buffers()
+        private let left: PortHandle
 
-    /// Inputs in meter slots 0 and 1 (music's two channels), one output in slot 0 (the speaker)
-    /// with both inputs at unit gain.
-    static func plan(_ left: PortHandle, _ right: PortHandle, _ out: PortHandle) -> MixPlanDescription {
-        MixPlanDescription(
-            inputs: [.init(port: left, meterSlot: 0), .init(port: right, meterSlot: 1)],
-            outputs: [.init(port: out, meterSlot: 0, contributions: [
-                MixContribution(input: 0, gainSlot: 0, target: 1, rampFrames: 1),
-                MixContribution(input: 1, gainSlot: 1, target: 1, rampFrames: 1),
-            ])])
+        init(left leftValue: Float, right rightValue: Float, routes: [RouteState]) throws {
+            var configuration = Engine.Configuration()
+            configuration.meterIntervalFrames = 32
+            configuration.meterBlocks = 8
+            engine = Engine(configuration: configuration, portBuffer: PlanPublisherTests.directBuffers)
+            left = buffers.make(32, leftValue)
+            let right = buffers.make(32, rightValue), out = buffers.make(32)
+            try engine.publish(MixPlanDescription(
+                inputs: [.init(port: left, meterSlot: 0), .init(port: right, meterSlot: 1)],
+                outputs: [.init(port: out, meterSlot: 0, contributions: [
+                    MixContribution(input: 0, gainSlot: 0, target: 1, rampFrames: 1),
+                    MixContribution(input: 1, gainSlot: 1, target: 1, rampFrames: 1),
+                ])]))
+            board = PeakBoard(engine: engine)
+            board.follow(apps: [PeakBoardTests.music], routes: routes)
+        }
+
+        /// The left input plays `value` from the next cycle on.
+        func setLeft(_ value: Float) {
+            left.pointer.assumingMemoryBound(to: Float.self).update(repeating: value, count: 32)
+        }
     }
 
     static let music = AppState(name: "music", channelCount: 2, meterSlots: [0, 1], connect: [])
@@ -31,12 +45,8 @@ struct PeakBoardTests {
 
     @Test("peaks are named by the layout, taken once, and a new layout names the next ones")
     func named() throws {
-        let engine = Self.engine()
-        let buffers = PlanPublisherTests.Buffers()
-        let left = buffers.make(32, 0.5), right = buffers.make(32, -0.25), out = buffers.make(32)
-        try engine.publish(Self.plan(left, right, out))
-        let board = PeakBoard(engine: engine)
-        board.follow(apps: [Self.music], routes: [Self.speaker])
+        let fixture = try Fixture(left: 0.5, right: -0.25, routes: [Self.speaker])
+        let (engine, board) = (fixture.engine, fixture.board)
         engine.runCycle(frames: 32)
         engine.runCycle(frames: 32)
         #expect(board.takePeaks() == [PeakMeter(kind: .app, name: "music", peaks: [0.5, 0.25]),
@@ -57,15 +67,11 @@ struct PeakBoardTests {
 
     @Test("what a collection gathers stays until it is taken: a click collected early is in the take after a quiet cycle")
     func collectedThenTaken() throws {
-        let engine = Self.engine()
-        let buffers = PlanPublisherTests.Buffers()
-        let left = buffers.make(32, 0.9), right = buffers.make(32, 0.1), out = buffers.make(32)
-        try engine.publish(Self.plan(left, right, out))
-        let board = PeakBoard(engine: engine)
-        board.follow(apps: [Self.music], routes: [])
+        let fixture = try Fixture(left: 0.9, right: 0.1, routes: [])
+        let (engine, board) = (fixture.engine, fixture.board)
         engine.runCycle(frames: 32)
         board.collect()   // the control queue's housekeeping
-        left.pointer.assumingMemoryBound(to: Float.self).update(repeating: 0.1, count: 32)
+        fixture.setLeft(0.1)
         engine.runCycle(frames: 32)
         board.collect()
         #expect(board.takePeaks().map(\.peaks) == [[0.9, 0.1]])
@@ -76,12 +82,8 @@ struct PeakBoardTests {
     /// either collects reaches the next take. A click in one cycle among 2,000 is in some take.
     @Test("a click collected by one thread is taken by the other")
     func twoCollectors() throws {
-        let engine = Self.engine()
-        let buffers = PlanPublisherTests.Buffers()
-        let left = buffers.make(32, 0.1), right = buffers.make(32, 0.1), out = buffers.make(32)
-        try engine.publish(Self.plan(left, right, out))
-        let board = PeakBoard(engine: engine)
-        board.follow(apps: [Self.music], routes: [Self.speaker])
+        let fixture = try Fixture(left: 0.1, right: 0.1, routes: [Self.speaker])
+        let (engine, board) = (fixture.engine, fixture.board)
         let shared = Shared()
         let collector = Thread { while !shared.done { board.collect() } }
         let reader = Thread {
@@ -90,7 +92,7 @@ struct PeakBoardTests {
         collector.start()
         reader.start()
         for cycle in 0..<2000 {
-            left.pointer.assumingMemoryBound(to: Float.self).update(repeating: cycle == 1000 ? 0.9 : 0.1, count: 32)
+            fixture.setLeft(cycle == 1000 ? 0.9 : 0.1)
             engine.runCycle(frames: 32)
             if cycle % 50 == 0 { Thread.sleep(forTimeInterval: 0.0002) }   // lets the others run; not a verdict
         }
