@@ -47,8 +47,9 @@ struct RouteGraphTests {
                 "music at full level at usbphones \(arrived.map { "\(Double($0) * 1000 / Double(rate)) ms" } ?? "never") after it appeared")
         // On PipeWire, whole cycles of exact silence amid the music (a late graph, below) are
         // left out here too: a PipeWire pass failed this check on one such cycle in its last 0.1 s.
-        let lateOnRight = JackServer.Implementation.current == .pipewire ? Self.silentCycles(heard, channel: 1) : []
-        let lastTenth = Self.leavingOut(lateOnRight, from: heard.channels[1], range: (heard.channels[1].count - rate / 10)..<heard.channels[1].count)
+        let lateOnRight = JackServer.Implementation.current == .pipewire ? heard.silentCycles(channel: 1) : []
+        let lastTenth = ((heard.channels[1].count - rate / 10)..<heard.channels[1].count)
+            .filter { index in !lateOnRight.contains { $0.contains(index) } }.map { heard.channels[1][$0] }
         #expect(!lastTenth.isEmpty && lastTenth.allSatisfy { abs($0 - 0.5) < 1e-4 }, "both channels")
         #expect(left.channels[0].suffix(rate / 10).allSatisfy { abs($0) < 1e-6 }, "and no longer at the speaker")
         // A crossfade over the 20 ms fade: no sample moves more than the ramp allows. After an
@@ -59,12 +60,12 @@ struct RouteGraphTests {
         // On PipeWire a client can read a whole cycle of silence where the graph ran late, with
         // neither it nor the router missing a cycle by the frame clock (PipeWire tells no one):
         // the edges of such a cycle (exact zeros amid the music) are left out there, and counted.
-        let lateCycles = JackServer.Implementation.current == .pipewire ? Self.silentCycles(heard, channel: 0) : []
-        if !lateCycles.isEmpty { print("RouteGraphTests: usbphones read \(lateCycles.count / 2) whole cycle(s) of silence amid the music") }
+        let lateCycles = JackServer.Implementation.current == .pipewire ? heard.silentCycles(channel: 0) : []
+        if !lateCycles.isEmpty { print("RouteGraphTests: usbphones read \(lateCycles.count) whole cycle(s) of silence amid the music") }
         let speakerStep = Signals.largestStepAt(left.channels[0], excluding: xruns == 0 ? left.gaps : left.cycleStarts.map(\.index))
         // From silence before the device's first sample (which no xrun excuses).
         let phonesStep = Signals.largestStepAt([0] + heard.channels[0],
-                                               excluding: ((xruns == 0 ? heard.gaps : heard.cycleStarts.dropFirst().map(\.index)) + lateCycles).map { $0 + 1 })
+                                               excluding: ((xruns == 0 ? heard.gaps : heard.cycleStarts.dropFirst().map(\.index)) + lateCycles.flatMap { [$0.lowerBound, $0.upperBound] }).map { $0 + 1 })
         #expect(speakerStep.size <= allowed && phonesStep.size <= allowed,
                 "largest steps: speaker \(speakerStep.size) at sample \(speakerStep.index - 1)→\(speakerStep.index) of \(left.channels[0].count), usbphones \(phonesStep.size) at sample \(phonesStep.index - 2)→\(phonesStep.index - 1) (-1: before its first); allowed \(allowed) (\(xruns) xruns; usbphones' cycles start at \(heard.cycleStarts.prefix(4).map(\.index)))")
 
@@ -261,27 +262,5 @@ struct RouteGraphTests {
         #expect(observer.prettyName(of: "duckrouter:synth_in_2") == "synth R")
         #expect(observer.prettyName(of: "duckrouter:nav_in_1") == "nav")
         #expect(observer.prettyName(of: "duckrouter:headphones_out_2") == "headphones R")
-    }
-
-    /// Cycles of `take` that are exact silence on `channel` while the samples around them are not:
-    /// the indices of each such cycle's first sample and of the sample after it (the steps into
-    /// and out of it).
-    /// The samples of `range` outside the cycles whose edges `edges` gives (`silentCycles`: start,
-    /// end, start, end…).
-    static func leavingOut(_ edges: [Int], from samples: [Float], range: Range<Int>) -> [Float] {
-        let cycles = stride(from: 0, to: edges.count - 1, by: 2).map { edges[$0]..<edges[$0 + 1] }
-        return range.filter { index in !cycles.contains { $0.contains(index) } }.map { samples[$0] }
-    }
-
-    static func silentCycles(_ take: Recording, channel: Int) -> [Int] {
-        let samples = take.channels[channel]
-        let starts = take.cycleStarts.map(\.index) + [samples.count]
-        var edges: [Int] = []
-        for (start, end) in zip(starts, starts.dropFirst()) where start > 0 && end < samples.count && end > start {
-            if samples[start..<end].allSatisfy({ $0 == 0 }) && samples[start - 1] != 0 && samples[end] != 0 {
-                edges += [start, end]
-            }
-        }
-        return edges
     }
 }

@@ -213,6 +213,12 @@ public struct Recording: Sendable {
     public var cycleStarts: [(index: Int, frameTime: UInt32)]
     public var sampleRate: Int
 
+    public init(channels: [[Float]], cycleStarts: [(index: Int, frameTime: UInt32)], sampleRate: Int) {
+        self.channels = channels
+        self.cycleStarts = cycleStarts
+        self.sampleRate = sampleRate
+    }
+
     /// The JACK frame time of sample `index` (its cycle's start plus its place in the cycle):
     /// durations measured with it stay right across cycles the recorder missed.
     public func frameTime(at index: Int) -> UInt32? {
@@ -275,6 +281,20 @@ public struct Recording: Sendable {
             // Later than the end (within half the clock's range, as the engine judges): a clock
             // that went back misses nothing.
             return b.frameTime != end && b.frameTime &- end < 0x8000_0000 ? (end, b.frameTime &- end) : nil
+        }
+    }
+
+    /// The whole cycles of `channel` that are exact silence amid sound (the samples either side
+    /// are not silent): on PipeWire, what a client reads where the graph ran late, with no cycle
+    /// missed by the frame clock (PipeWire tells no one).
+    public func silentCycles(channel: Int) -> [Range<Int>] {
+        let samples = channels[channel]
+        let starts = cycleStarts.map(\.index) + [samples.count]
+        return zip(starts, starts.dropFirst()).compactMap { start, end in
+            guard start > 0, end < samples.count, end > start,
+                  samples[start..<end].allSatisfy({ $0 == 0 }), samples[start - 1] != 0, samples[end] != 0
+            else { return nil }
+            return start..<end
         }
     }
 
