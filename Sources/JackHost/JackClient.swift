@@ -34,9 +34,11 @@ public final class JackClient {
     /// (only with `events`). Cancelled in `close()` once JACK can no longer call the callback;
     /// its cancel handler closes both ends of the pipe.
     private var shutdownWatch: DispatchSourceRead?
-    private var isActive = false
-    /// Ports registered and not yet unregistered, unregistered one by one before closing.
-    private var registered: [JackPort] = []
+    private(set) var isActive = false
+    /// Ports registered and not yet unregistered (spares included), unregistered one by one before closing.
+    var registered: [JackPort] = []
+    /// Ports given up on JACK2 while active, kept for the next registrations (`SparePorts`).
+    var spares = SparePorts()
 
     /// The name JACK gave the client (it may differ from the one asked for only if JACK renames).
     public private(set) var name: String
@@ -194,6 +196,7 @@ public final class JackClient {
                 for port in registered.reversed() { jack_port_unregister(client, port.pointer) }
             }
             registered = []
+            spares = SparePorts()
             jack_client_close(client)
             self.client = nil
             isActive = false
@@ -209,6 +212,7 @@ public final class JackClient {
 
     /// Registers an audio port `shortName` on this client.
     public func registerAudioPort(_ shortName: String, direction: Direction) throws(JackError) -> JackPort {
+        if let spare = try reuseSpare(shortName, direction: direction) { return spare }
         let flags = direction == .input ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue
         guard let port = jack_port_register(handle, shortName, CJackShims_default_audio_type(), UInt(flags), 0) else {
             throw .portRegistrationFailed(port: "\(name):\(shortName)")
@@ -218,9 +222,13 @@ public final class JackClient {
         return registeredPort
     }
 
-    /// Unregisters a port. A port in the latency plan (`setLatencies`) must be taken out first.
+    /// Unregisters a port: its name leaves the graph, with its connections. On JACK2, while the
+    /// client is active, it is kept as a spare under another name instead (`SparePorts`: libjack
+    /// would otherwise race its own notification thread). A port in the latency plan
+    /// (`setLatencies`) must be taken out first.
     public func unregister(_ port: JackPort) {
-        if let index = registered.firstIndex(of: port) { registered.remove(at: index) }
+        if keepsSpares && keepAsSpare(port) { return }
+        if let index = registered.firstIndex(where: { $0.pointer == port.pointer }) { registered.remove(at: index) }
         jack_port_unregister(handle, port.pointer)
     }
 

@@ -194,7 +194,9 @@ struct JackClientTests {
         try waitFor("the connection event") { events.contains(.portsConnected("other:out", "system:playback_1")) }
         try other.disconnect("other:out", from: "system:playback_1")
         try waitFor("the disconnection event") { events.contains(.portsDisconnected("other:out", "system:playback_1")) }
-        other.unregister(port)
+        // Unregistered by closing: an active JACK2 client keeps a port it gives up (SparePortTests).
+        _ = port
+        other.close()
         try waitFor("the unregistration event") {
             events.all.contains { if case .portUnregistered = $0 { true } else { false } }
         }

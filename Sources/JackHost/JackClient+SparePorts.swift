@@ -1,0 +1,78 @@
+import CJack
+
+/// Ports an active client on JACK2 no longer needs, kept instead of unregistered.
+///
+/// JACK2's libjack (1.9.21 and every release since 1.9.11, jackaudio/jack2#216) keeps a client's
+/// own ports in a list that two threads use without a lock: the client's notification thread walks
+/// it whenever JACK recomputes latencies (after any change to the graph, made by anyone, a period
+/// later), and `jack_port_unregister` takes the port's node out of it, and frees it, on the
+/// caller's thread before it asks the server. A walk standing on that node reads freed memory
+/// and the process dies (a SIGSEGV inside libjack, seen here with apps registering and
+/// unregistering while audio ran). Nothing outside libjack can lock that walk, and a client
+/// gets no latency notification only while it is inactive; so an active client on JACK2 never
+/// unregisters: a port it gives up is disconnected, loses its pretty name, is renamed
+/// `~spare_in_<k>` or `~spare_out_<k>` ('~' is in no app's or route's name) and kept, and the
+/// next port registered in that direction is a spare renamed. Spares are as many as the most
+/// ports given up at once and leave with the client. On PipeWire, whose libjack locks its lists,
+/// and on an inactive client, ports are unregistered.
+struct SparePorts {
+    private(set) var ports: [(port: JackPort, direction: JackClient.Direction)] = []
+    /// Names are never used twice: a spare's name is free the moment it is renamed.
+    private var named = 0
+
+    mutating func nextName(_ direction: JackClient.Direction) -> String {
+        named += 1
+        return "~spare_\(direction == .input ? "in" : "out")_\(named)"
+    }
+
+    mutating func keep(_ port: JackPort, _ direction: JackClient.Direction) { ports.append((port, direction)) }
+
+    mutating func take(_ direction: JackClient.Direction) -> JackPort? {
+        guard let index = ports.firstIndex(where: { $0.direction == direction }) else { return nil }
+        return ports.remove(at: index).port
+    }
+
+    mutating func putBack(_ port: JackPort, _ direction: JackClient.Direction) { ports.insert((port, direction), at: 0) }
+}
+
+extension JackClient {
+    /// Whether `unregister` keeps the port as a spare (see `SparePorts`).
+    var keepsSpares: Bool { isActive && JackLibrary.loaded == .jack2 }
+
+    /// Gives a spare of `direction` the name `shortName` (disconnected first: a patchbay may have
+    /// connected it meanwhile), or nil when there is none. Throws, keeping the spare, when the
+    /// name is taken or too long for JACK (its rename checks neither) or the server refuses.
+    func reuseSpare(_ shortName: String, direction: Direction) throws(JackError) -> JackPort? {
+        guard let spare = spares.take(direction) else { return nil }
+        let fullName = "\(name):\(shortName)"
+        guard !shortName.isEmpty, fullName.utf8.count < Int(jack_port_name_size()), jack_port_by_name(handle, fullName) == nil else {
+            spares.putBack(spare, direction)
+            throw .portRegistrationFailed(port: fullName)
+        }
+        if jack_port_connected(spare.pointer) > 0 { jack_port_disconnect(handle, spare.pointer) }
+        guard jack_port_rename(handle, spare.pointer, shortName) == 0 else {
+            spares.putBack(spare, direction)
+            throw .portRegistrationFailed(port: fullName)
+        }
+        let port = JackPort(pointer: spare.pointer, name: String(cString: jack_port_name(spare.pointer)))
+        if let index = registered.firstIndex(where: { $0.pointer == port.pointer }) { registered[index] = port }
+        return port
+    }
+
+    /// Keeps `port` as a spare: disconnected, without its pretty name, renamed. False when the
+    /// server would not rename it (it would keep a name an app may want back): then it is
+    /// unregistered after all.
+    func keepAsSpare(_ port: JackPort) -> Bool {
+        let direction: Direction = jack_port_flags(port.pointer) & Int32(bitPattern: JackPortIsInput.rawValue) != 0 ? .input : .output
+        if jack_port_connected(port.pointer) > 0 { jack_port_disconnect(handle, port.pointer) }
+        guard jack_port_rename(handle, port.pointer, spares.nextName(direction)) == 0 else { return false }
+        jack_remove_property(handle, jack_port_uuid(port.pointer), CJackShims_pretty_name_key())
+        let renamed = JackPort(pointer: port.pointer, name: String(cString: jack_port_name(port.pointer)))
+        if let index = registered.firstIndex(where: { $0.pointer == port.pointer }) { registered[index] = renamed }
+        spares.keep(renamed, direction)
+        return true
+    }
+
+    /// The names of the spares kept (for tests and diagnostics).
+    public var spareNames: [String] { spares.ports.map(\.port.name) }
+}

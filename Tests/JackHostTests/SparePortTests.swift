@@ -1,0 +1,89 @@
+import Foundation
+import JackHost
+import JackTestSupport
+import Testing
+
+/// Ports an active client gives up on JACK2 are kept as spares rather than unregistered: JACK2's
+/// libjack frees a port's node of the client's own port list while its notification thread may
+/// be walking that list for a latency recompute (jackaudio/jack2#216), which crashed the process
+/// under app churn. On PipeWire, and on an inactive client, ports are unregistered.
+@Suite("JackHost: spare ports", .serialized)
+struct SparePortTests {
+    static let keepsSpares = JackServer.Implementation.current == .jackd
+
+    @Test("an active client's port given up leaves the graph under its name, with its connections and pretty name; on JACK2 the next port of its direction is that port renamed")
+    func givenUpAndReused() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let device = try server.standInForDriverPorts()
+        defer { device?.close() }
+        let observer = try JackClient(name: "observer", server: server.name)
+        let client = try JackClient(name: "hosttest", server: server.name)
+        defer { client.close() }
+        try client.setProcessCallback({ _, _ in 0 }, argument: nil)
+        try client.activate()
+        let input = try client.registerAudioPort("in_1", direction: .input)
+        #expect(client.setPrettyName(input, "music L"))
+        try client.connect("system:capture_1", to: "hosttest:in_1")
+        try waitFor("the connection") { observer.connections(of: "hosttest:in_1") == ["system:capture_1"] }
+
+        client.unregister(input)
+        try waitFor("the port's name to leave the graph") { !observer.portExists("hosttest:in_1") }
+        #expect(observer.connections(of: "system:capture_1").isEmpty, "its connection went with it")
+        if Self.keepsSpares {
+            #expect(client.spareNames == ["hosttest:~spare_in_1"])
+            try waitFor("the spare in the graph") { observer.portExists("hosttest:~spare_in_1") }
+            #expect(observer.prettyName(of: "hosttest:~spare_in_1") == nil, "the spare has no pretty name")
+            // A patchbay connects the spare meanwhile.
+            try observer.connect("system:capture_2", to: "hosttest:~spare_in_1")
+        } else {
+            #expect(client.spareNames.isEmpty)
+            #expect(!observer.ports(matching: "^hosttest:").contains { $0.contains("spare") })
+        }
+
+        // An output is no use for an input: a new port.
+        let output = try client.registerAudioPort("out_1", direction: .output)
+        #expect(output.handle != input.handle)
+        #expect(client.spareNames == (Self.keepsSpares ? ["hosttest:~spare_in_1"] : []))
+        if Self.keepsSpares {
+            // A name already taken is refused (JACK's rename would not check), and the spare is
+            // kept for the next. (PipeWire's libjack registers a second port of a name anyway.)
+            #expect(throws: JackError.portRegistrationFailed(port: "hosttest:out_1")) {
+                _ = try client.registerAudioPort("out_1", direction: .input)
+            }
+            #expect(client.spareNames == ["hosttest:~spare_in_1"])
+        }
+
+        let again = try client.registerAudioPort("nav_in_1", direction: .input)
+        #expect(again.name == "hosttest:nav_in_1")
+        #expect((again.handle == input.handle) == Self.keepsSpares, "on JACK2 the spare, renamed")
+        #expect(client.spareNames.isEmpty)
+        try waitFor("the new name in the graph") { observer.portExists("hosttest:nav_in_1") }
+        #expect(observer.connections(of: "hosttest:nav_in_1").isEmpty, "what a patchbay connected to the spare is not carried over")
+        try client.connect("system:capture_1", to: "hosttest:nav_in_1")
+        #expect(observer.connections(of: "hosttest:nav_in_1") == ["system:capture_1"])
+        #expect(Set(observer.ports(matching: "^hosttest:")) == ["hosttest:nav_in_1", "hosttest:out_1"])
+
+        // Inactive, the client unregisters for real (JACK sends it no latency recompute then).
+        client.deactivate()
+        client.unregister(again)
+        #expect(client.spareNames.isEmpty)
+        try waitFor("the port to leave the graph") { observer.ports(matching: "^hosttest:") == ["hosttest:out_1"] }
+    }
+
+    @Test("spares leave the graph with their client")
+    func sparesLeaveWithTheClient() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let observer = try JackClient(name: "observer", server: server.name)
+        let client = try JackClient(name: "hosttest", server: server.name)
+        try client.setProcessCallback({ _, _ in 0 }, argument: nil)
+        try client.activate()
+        for n in 1...3 { client.unregister(try client.registerAudioPort("in_\(n)", direction: .input)) }
+        let kept = try client.registerAudioPort("out_1", direction: .output)
+        client.unregister(kept)
+        #expect(client.spareNames.count == (Self.keepsSpares ? 2 : 0), "one input spare taken again and again, one output")
+        client.close()
+        try waitFor("every port of the client to leave the graph") { observer.ports(matching: "^hosttest:").isEmpty }
+    }
+}
