@@ -12,9 +12,10 @@ import CJack
 /// gets no latency notification only while it is inactive; so an active client on JACK2 never
 /// unregisters: a port it gives up is disconnected, loses its pretty name, is renamed
 /// `~spare_in_<k>` or `~spare_out_<k>` ('~' is in no app's or route's name) and kept, and the
-/// next port registered in that direction is a spare renamed. Spares are as many as the most
-/// ports given up at once and leave with the client. On PipeWire, whose libjack locks its lists,
-/// and on an inactive client, ports are unregistered.
+/// next port registered in that direction is a spare renamed. So the client holds, in each
+/// direction, as many ports as it ever held at once; spares leave with it (`close()` deactivates,
+/// then unregisters). Other clients see a rename (JACK sends no registration for it). On
+/// PipeWire, whose libjack locks its lists, and on an inactive client, ports are unregistered.
 struct SparePorts {
     private(set) var ports: [(port: JackPort, direction: JackClient.Direction)] = []
     /// Names are never used twice: a spare's name is free the moment it is renamed.
@@ -45,34 +46,46 @@ extension JackClient {
     func reuseSpare(_ shortName: String, direction: Direction) throws(JackError) -> JackPort? {
         guard let spare = spares.take(direction) else { return nil }
         let fullName = "\(name):\(shortName)"
-        guard !shortName.isEmpty, fullName.utf8.count < Int(jack_port_name_size()), jack_port_by_name(handle, fullName) == nil else {
+        // jack_port_name_size() counts the terminating zero and one byte more than
+        // jack_port_register accepts (JACK2 refuses 320 bytes of a 321 size; its rename would cut).
+        guard !shortName.isEmpty, fullName.utf8.count < Int(jack_port_name_size()) - 1,
+              jack_port_by_name(handle, fullName) == nil else {
             spares.putBack(spare, direction)
             throw .portRegistrationFailed(port: fullName)
         }
-        if jack_port_connected(spare.pointer) > 0 { jack_port_disconnect(handle, spare.pointer) }
+        // Not asked first (jack_port_connected reads the graph as of the last cycle, and would
+        // miss a connection made since): one request, which does nothing when there are none.
+        jack_port_disconnect(handle, spare.pointer)
         guard jack_port_rename(handle, spare.pointer, shortName) == 0 else {
             spares.putBack(spare, direction)
             throw .portRegistrationFailed(port: fullName)
         }
         let port = JackPort(pointer: spare.pointer, name: String(cString: jack_port_name(spare.pointer)))
-        if let index = registered.firstIndex(where: { $0.pointer == port.pointer }) { registered[index] = port }
+        if let index = registered.firstIndex(of: spare) { registered[index] = port }
         return port
     }
 
-    /// Keeps `port` as a spare: disconnected, without its pretty name, renamed. False when the
-    /// server would not rename it (it would keep a name an app may want back): then it is
-    /// unregistered after all.
-    func keepAsSpare(_ port: JackPort) -> Bool {
+    /// Keeps `port` (`registered[index]`) as a spare: disconnected, without its metadata (its
+    /// pretty name, and whatever others set on it), renamed. A rename jackd refuses (it refuses
+    /// none while it runs: only a server that has just gone away) would leave it holding a name an
+    /// app may want back: then it is unregistered after all.
+    func keepAsSpare(_ port: JackPort, at index: Int) {
         let direction: Direction = jack_port_flags(port.pointer) & Int32(bitPattern: JackPortIsInput.rawValue) != 0 ? .input : .output
-        if jack_port_connected(port.pointer) > 0 { jack_port_disconnect(handle, port.pointer) }
-        guard jack_port_rename(handle, port.pointer, spares.nextName(direction)) == 0 else { return false }
-        jack_remove_property(handle, jack_port_uuid(port.pointer), CJackShims_pretty_name_key())
+        jack_port_disconnect(handle, port.pointer)
+        guard jack_port_rename(handle, port.pointer, spares.nextName(direction)) == 0 else {
+            registered.remove(at: index)
+            jack_port_unregister(handle, port.pointer)
+            return
+        }
+        jack_remove_properties(handle, jack_port_uuid(port.pointer))
         let renamed = JackPort(pointer: port.pointer, name: String(cString: jack_port_name(port.pointer)))
-        if let index = registered.firstIndex(where: { $0.pointer == port.pointer }) { registered[index] = renamed }
+        registered[index] = renamed
         spares.keep(renamed, direction)
-        return true
     }
 
-    /// The names of the spares kept (for tests and diagnostics).
+    /// The names of the spares kept, for diagnostics.
     public var spareNames: [String] { spares.ports.map(\.port.name) }
+
+    /// How many ports this client holds, spares included (what counts against JACK's limits).
+    public var portCount: Int { registered.count }
 }

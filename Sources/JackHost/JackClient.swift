@@ -79,6 +79,7 @@ public final class JackClient {
             do {
                 try check("port registration", jack_set_port_registration_callback(opened, portRegistrationCallback, arg))
                 try check("port connect", jack_set_port_connect_callback(opened, portConnectCallback, arg))
+                try check("port rename", jack_set_port_rename_callback(opened, portRenameCallback, arg))
                 try check("buffer size", jack_set_buffer_size_callback(opened, bufferSizeCallback, arg))
                 try check("sample rate", jack_set_sample_rate_callback(opened, sampleRateCallback, arg))
                 try check("xrun", jack_set_xrun_callback(opened, xrunCallback, arg))
@@ -226,9 +227,19 @@ public final class JackClient {
     /// client is active, it is kept as a spare under another name instead (`SparePorts`: libjack
     /// would otherwise race its own notification thread). A port in the latency plan
     /// (`setLatencies`) must be taken out first.
+    /// A port this client does not hold under that name (unregistered already, or given up and
+    /// since reused under another) is left alone. With the server gone, the port is only forgotten.
     public func unregister(_ port: JackPort) {
-        if keepsSpares && keepAsSpare(port) { return }
-        if let index = registered.firstIndex(where: { $0.pointer == port.pointer }) { registered.remove(at: index) }
+        guard let index = registered.firstIndex(of: port) else { return }
+        if shutdownNotice.pointee.isServerGone {
+            registered.remove(at: index)
+            return
+        }
+        if keepsSpares {
+            keepAsSpare(port, at: index)
+            return
+        }
+        registered.remove(at: index)
         jack_port_unregister(handle, port.pointer)
     }
 

@@ -168,6 +168,9 @@ struct StateDocument: Encodable {
         var adoptedPlan: UInt64
         var cells: Int
         var nonFiniteInputBuffers: UInt64
+        /// The router's JACK ports, and the spares among them (JACK2 keeps given-up ports).
+        var jackPorts: Int
+        var spareJackPorts: Int
         var saveRequests: Int
         var peaksDbfs: Meters
         /// Every metered app's and route's loudness (absent when the router meters none).
@@ -240,6 +243,7 @@ struct StateDocument: Encodable {
                                 planQueueFull: status.planQueueFull, cycles: status.cycles, xruns: status.xruns, missedCycles: status.missedCycles,
                                 recentGaps: status.recentGaps.map { [$0.firstFrame, $0.frames] }, publishedPlan: status.publishedPlan,
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
+                                jackPorts: status.jackPorts, spareJackPorts: status.spareJackPorts,
                                 saveRequests: status.saveRequests,
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),
                                                   routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })),

@@ -27,7 +27,7 @@ extension Router {
             let statistics = engine.statistics
             let mix = policy.mix
             let sessions = policy.state.appsByName
-            return RouterStatus(
+            var status = RouterStatus(
                 client: clientName, server: resolvedServerName, jackConnected: link.client != nil,
                 jackStalledSeconds: watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart,
                                                      now: Engine.monotonicNow, threshold: stallReportThreshold),
@@ -60,6 +60,9 @@ extension Router {
                 publishedPlan: publisher.publishedGeneration, adoptedPlan: engine.adoptedPlanGeneration,
                 cells: publisher.cellCount, cycles: statistics.cycles, xruns: diagnostics.xruns,
                 missedCycles: statistics.missedCycles, recentGaps: engine.recentGaps(), nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
+            status.jackPorts = link.client?.portCount ?? 0
+            status.spareJackPorts = link.client?.spareNames.count ?? 0
+            return status
         }
     }
 

@@ -106,6 +106,10 @@ public struct RouterStatus: Sendable, Equatable {
     /// Where the newest of those cycles fell on JACK's frame clock (up to 16 gaps, oldest first).
     public var recentGaps: [Engine.FrameGap]
     public var nonFiniteInputBuffers: UInt64
+    /// The JACK ports the router's client holds (0 while the server is away), and how many of them
+    /// are spares: ports given up on JACK2, kept for the next app (`JackClient` "SparePorts").
+    public var jackPorts = 0
+    public var spareJackPorts = 0
 }
 
 /// The peak of every channel of one app (its input) or route (its output) over a span, linear.

@@ -101,5 +101,14 @@ struct ScaleTests {
             !source.client.portExists("duckrouter:churn0_in_1") && !source.client.portExists("duckrouter:churn31_in_1")
         }
         #expect(router.status().apps.count == 256)
+        // On JACK2 the churned apps' ports stay as spares, reused round after round: never more
+        // than the 32 churned apps held at once (1 or 2 channels each).
+        try waitFor("every churned app's port to be a spare or gone", timeout: 5) {
+            let status = router.status()
+            return status.jackPorts == 256 * 2 + 8 * 2 + status.spareJackPorts
+        }
+        let after = router.status()
+        #expect(after.spareJackPorts <= 64, "spares: \(after.spareJackPorts)")
+        #expect((after.spareJackPorts > 0) == (JackServer.Implementation.current == .jackd))
     }
 }

@@ -194,11 +194,13 @@ struct JackClientTests {
         try waitFor("the connection event") { events.contains(.portsConnected("other:out", "system:playback_1")) }
         try other.disconnect("other:out", from: "system:playback_1")
         try waitFor("the disconnection event") { events.contains(.portsDisconnected("other:out", "system:playback_1")) }
-        // Unregistered by closing: an active JACK2 client keeps a port it gives up (SparePortTests).
-        _ = port
-        other.close()
+        // Inactive first: an active JACK2 client keeps a port it gives up (SparePortTests).
+        other.deactivate()
+        other.unregister(port)
+        // JACK2 names the port; PipeWire's libjack may no longer can.
+        let names: Set<String> = JackServer.Implementation.current == .jackd ? ["other:out"] : ["other:out", ""]
         try waitFor("the unregistration event") {
-            events.all.contains { if case .portUnregistered = $0 { true } else { false } }
+            events.all.contains { if case let .portUnregistered(name) = $0 { names.contains(name) } else { false } }
         }
         #expect(!events.contains(.portRegistered("hosttest:in")), "nothing invented")
     }

@@ -94,6 +94,14 @@ let portConnectCallback: JackPortConnectCallback = { a, b, connected, arg in
     context.handler(connected != 0 ? .portsConnected(source, destination) : .portsDisconnected(source, destination))
 }
 
+/// A renamed port is, to everyone who knew it by name, one port gone and another come: so it
+/// arrives as both (a route whose destination is renamed away loses it).
+let portRenameCallback: JackPortRenameCallback = { _, oldName, newName, arg in
+    let context = CallbackContext.from(arg)
+    context.handler(.portUnregistered(oldName.map { String(cString: $0) } ?? ""))
+    if let newName { context.handler(.portRegistered(String(cString: newName))) }
+}
+
 let bufferSizeCallback: JackBufferSizeCallback = { frames, arg in
     CallbackContext.from(arg).handler(.bufferSizeChanged(Int(frames)))
     return 0
