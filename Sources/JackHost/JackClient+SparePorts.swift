@@ -10,7 +10,7 @@ import CJack
 /// and the process dies (a SIGSEGV inside libjack, seen here with apps registering and
 /// unregistering while audio ran). Nothing outside libjack can lock that walk, and a client
 /// gets no latency notification only while it is inactive; so an active client on JACK2 never
-/// unregisters: a port it gives up is disconnected, loses its pretty name, is renamed
+/// unregisters: a port it gives up is disconnected, loses its metadata, is renamed
 /// `~spare_in_<k>` or `~spare_out_<k>` ('~' is in no app's or route's name) and kept, and the
 /// next port registered in that direction is a spare renamed. So the client holds, in each
 /// direction, as many ports as it ever held at once; spares leave with it (`close()` deactivates,

@@ -209,7 +209,7 @@ final class OSCRig {
     /// one PipeWire does not report: the router's output is silence for that cycle) says nothing
     /// about the settings and is taken again, up to 4 times; the verdict is on a whole window.
     /// So is, on PipeWire, a window with one whole cycle of exact silence amid the level (a late
-    /// graph, which PipeWire reports to no one: `Recording.silentCycles`), once a call: a second
+    /// graph, which PipeWire reports to no one: `Recording.lateGraphCycles`), once a call: a second
     /// such window, or two such cycles in one, is a verdict. Every window taken again is printed.
     func expectSteady(_ channel: Channel, _ expected: Float, within tolerance: Float = 2e-3, seconds: Double = 0.3,
                       _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation) {
@@ -222,7 +222,7 @@ final class OSCRig {
             let window = take.channels[channel.rawValue]
             let worst = window.map { abs($0 - expected) }.max() ?? .nan
             let routerMissed = before != nil && after != nil ? after! - before! : 0
-            let silent = JackServer.Implementation.current == .pipewire ? take.silentCycles(channel: channel.rawValue) : []
+            let silent = take.lateGraphCycles(channel: channel.rawValue)
             let late = !lateExcused && silent.count == 1 ? silent : []
             // Excused only when every sample out of place is explained by a missed cycle: exact
             // silence where the router missed one (PipeWire then gives the recorder zeros), or a

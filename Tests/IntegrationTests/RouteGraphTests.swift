@@ -47,7 +47,7 @@ struct RouteGraphTests {
                 "music at full level at usbphones \(arrived.map { "\(Double($0) * 1000 / Double(rate)) ms" } ?? "never") after it appeared")
         // On PipeWire, whole cycles of exact silence amid the music (a late graph, below) are
         // left out here too: a PipeWire pass failed this check on one such cycle in its last 0.1 s.
-        let lateOnRight = JackServer.Implementation.current == .pipewire ? heard.silentCycles(channel: 1) : []
+        let lateOnRight = heard.lateGraphCycles(channel: 1)
         let lastTenth = ((heard.channels[1].count - rate / 10)..<heard.channels[1].count)
             .filter { index in !lateOnRight.contains { $0.contains(index) } }.map { heard.channels[1][$0] }
         #expect(!lastTenth.isEmpty && lastTenth.allSatisfy { abs($0 - 0.5) < 1e-4 }, "both channels")
@@ -60,7 +60,7 @@ struct RouteGraphTests {
         // On PipeWire a client can read a whole cycle of silence where the graph ran late, with
         // neither it nor the router missing a cycle by the frame clock (PipeWire tells no one):
         // the edges of such a cycle (exact zeros amid the music) are left out there, and counted.
-        let lateCycles = JackServer.Implementation.current == .pipewire ? heard.silentCycles(channel: 0) : []
+        let lateCycles = heard.lateGraphCycles(channel: 0)
         if !lateCycles.isEmpty { print("RouteGraphTests: usbphones read \(lateCycles.count) whole cycle(s) of silence amid the music") }
         let speakerStep = Signals.largestStepAt(left.channels[0], excluding: xruns == 0 ? left.gaps : left.cycleStarts.map(\.index))
         // From silence before the device's first sample (which no xrun excuses).

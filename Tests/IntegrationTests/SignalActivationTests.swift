@@ -108,8 +108,7 @@ struct SignalActivationTests {
                 // On PipeWire a late graph can hand the recorder a whole cycle of exact silence on the
                 // router's outputs amid the music, with no cycle missed on the frame clock (PipeWire
                 // tells no one): such a take is played again too.
-                let late = JackServer.Implementation.current == .pipewire
-                    ? [Channel.speaker1, .speaker2].flatMap { take.silentCycles(channel: $0.rawValue) }.filter { $0.overlaps(window) } : []
+                let late = [Channel.speaker1, .speaker2].flatMap { take.lateGraphCycles(channel: $0.rawValue) }.filter { $0.overlaps(window) }
                 let clean = xruns == 0 && located >= missed && !touched.contains { $0.overlaps(window) } && late.isEmpty
                 let what = "\(xruns) xruns, \(missed) cycles the router missed (\(located) located), \(take.gaps.count) the recorder missed, \(late.count) silent (late graph), "
                     + (clean ? "none in the judged \(judged) s around the onset" : "in or around the judged \(judged) s")

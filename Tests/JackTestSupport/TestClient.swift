@@ -298,6 +298,13 @@ public struct Recording: Sendable {
         }
     }
 
+    /// The whole silent cycles of `channel` a late graph explains: `silentCycles` on PipeWire,
+    /// none on jackd (whose graph is never late without a missed cycle on the frame clock, so
+    /// such a cycle there is always a verdict).
+    public func lateGraphCycles(channel: Int) -> [Range<Int>] {
+        JackServer.Implementation.current == .pipewire ? silentCycles(channel: channel) : []
+    }
+
     /// Sample indices where a cycle was missed by the recorder (the frame time jumped by more than
     /// the frames recorded); comparisons of neighbouring samples must not span these.
     public var gaps: [Int] {
