@@ -18,14 +18,20 @@ extension JackClient {
 
     /// Loads the plug-in `object` (e.g. "netmanager") as the internal client `name` with
     /// `arguments`, unless the server already has an internal client of that name.
+    /// A server that does not answer in time: `.failed` with JACK's failure flag (what it does
+    /// when it answers later stays done).
     public func ensureInternalClient(name: String, object: String, arguments: String) -> InternalClientOutcome {
-        var status = jack_status_t(rawValue: 0)
-        if jack_internal_client_handle(handle, name, &status) != 0 { return .alreadyRunning }
-        status = jack_status_t(rawValue: 0)
-        let loaded = CJackShims_internal_client_load(handle, name, object, arguments, &status)
-        if loaded == 0 || status.rawValue & JackFailure.rawValue != 0 {
-            return .failed(JackStatus(status.rawValue == 0 ? JackFailure : status))
+        let client = handle
+        let outcome = try? ask("load the internal client '\(name)'") { () -> InternalClientOutcome in
+            var status = jack_status_t(rawValue: 0)
+            if jack_internal_client_handle(client, name, &status) != 0 { return .alreadyRunning }
+            status = jack_status_t(rawValue: 0)
+            let loaded = CJackShims_internal_client_load(client, name, object, arguments, &status)
+            if loaded == 0 || status.rawValue & JackFailure.rawValue != 0 {
+                return .failed(JackStatus(status.rawValue == 0 ? JackFailure : status))
+            }
+            return .loaded(handle: loaded)
         }
-        return .loaded(handle: loaded)
+        return outcome ?? .failed(JackStatus(JackFailure))
     }
 }

@@ -34,6 +34,8 @@ struct SparePorts {
     }
 
     mutating func putBack(_ port: JackPort, _ direction: JackClient.Direction) { ports.insert((port, direction), at: 0) }
+
+    mutating func remove(_ pointer: OpaquePointer) { ports.removeAll { $0.port.pointer == pointer } }
 }
 
 extension JackClient {
@@ -55,8 +57,19 @@ extension JackClient {
         }
         // Not asked first (jack_port_connected reads the graph as of the last cycle, and would
         // miss a connection made since): one request, which does nothing when there are none.
-        jack_port_disconnect(handle, spare.pointer)
-        guard jack_port_rename(handle, spare.pointer, shortName) == 0 else {
+        let client = handle
+        let renamed: Int32
+        do throws(JackError) {
+            renamed = try ask("register port '\(fullName)' (a spare renamed)", {
+                jack_port_disconnect(client, spare.pointer)
+                return jack_port_rename(client, spare.pointer, shortName)
+            }, late: { _ in spare.pointer })
+        } catch {
+            // Renamed or not, later: `settle` takes it back then.
+            registered.removeAll { $0 == spare }
+            throw error
+        }
+        guard renamed == 0 else {
             spares.putBack(spare, direction)
             throw .portRegistrationFailed(port: fullName)
         }
@@ -69,15 +82,25 @@ extension JackClient {
     /// pretty name, and whatever others set on it), renamed. A rename jackd refuses (it refuses
     /// none while it runs: only a server that has just gone away) would leave it holding a name an
     /// app may want back: then it is unregistered after all.
+    /// A server that does not answer in time leaves the port to `settle`.
     func keepAsSpare(_ port: JackPort, at index: Int) {
         let direction: Direction = jack_port_flags(port.pointer) & Int32(bitPattern: JackPortIsInput.rawValue) != 0 ? .input : .output
-        jack_port_disconnect(handle, port.pointer)
-        guard jack_port_rename(handle, port.pointer, spares.nextName(direction)) == 0 else {
+        let client = handle
+        let spareName = spares.nextName(direction)
+        guard let code = try? ask("give up port '\(port.name)'", {
+            jack_port_disconnect(client, port.pointer)
+            let code = jack_port_rename(client, port.pointer, spareName)
+            if code == 0 { jack_remove_properties(client, jack_port_uuid(port.pointer)) }
+            return code
+        }, late: { _ in port.pointer }) else {
             registered.remove(at: index)
-            jack_port_unregister(handle, port.pointer)
             return
         }
-        jack_remove_properties(handle, jack_port_uuid(port.pointer))
+        guard code == 0 else {
+            registered.remove(at: index)
+            _ = try? ask("unregister port '\(port.name)'") { jack_port_unregister(client, port.pointer) }
+            return
+        }
         let renamed = JackPort(pointer: port.pointer, name: String(cString: jack_port_name(port.pointer)))
         registered[index] = renamed
         spares.keep(renamed, direction)

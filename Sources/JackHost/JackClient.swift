@@ -10,7 +10,8 @@ import Glibc
 ///
 /// Every `jack_*` call of the project goes through this type. Use it from one thread (the control
 /// thread); JACK calls the process callback on its own real-time thread and the notification
-/// handler on its notification thread.
+/// handler on its notification thread. Calls that wait for the server's answer run on a queue of
+/// the client's own and are waited for up to `answerSeconds` (JackClient+Requests.swift).
 public final class JackClient {
     public enum Direction: Sendable { case input, output }
 
@@ -39,6 +40,11 @@ public final class JackClient {
     var registered: [JackPort] = []
     /// Ports given up on JACK2 while active, kept for the next registrations (`SparePorts`).
     var spares = SparePorts()
+    /// Where the calls that wait for the server's answer run, each with a deadline
+    /// (`ServerRequests`; JackClient+Requests.swift).
+    let requests: ServerRequests
+    /// Ports to give up once the server answers again (given up while it did not).
+    var deferredGiveUps: [JackPort] = []
 
     /// The name JACK gave the client (it may differ from the one asked for only if JACK renames).
     public private(set) var name: String
@@ -50,10 +56,13 @@ public final class JackClient {
     /// outputs that hear their inputs late; only with `events`. When the server goes away,
     /// `events` gets `.serverShutDown` (from a queue of the client's own) once `shutdownReason`
     /// says why; without `events`, poll `shutdownReason`.
-    public init(name: String, server: String? = nil, reportsLatency: Bool = false,
+    /// `answerSeconds`: how long a call waits for the server's answer before it fails with
+    /// `.serverNotAnswering` (JackClient+Requests.swift).
+    public init(name: String, server: String? = nil, reportsLatency: Bool = false, answerSeconds: Double = 2,
                 events: (@Sendable (JackEvent) -> Void)? = nil) throws(JackError) {
         let resolvedServer = server ?? ProcessInfoServerName.current
         serverName = resolvedServer
+        requests = ServerRequests(deadline: answerSeconds)
         var status = jack_status_t(rawValue: 0)
         guard let opened = CJackShims_client_open(name, server ?? nil, &status) else {
             let flags = JackStatus(status)
@@ -164,15 +173,17 @@ public final class JackClient {
     }
 
     public func activate() throws(JackError) {
-        let code = jack_activate(handle)
+        let client = handle
+        let code = try ask("activate") { jack_activate(client) }
         if code != 0 { throw .activateFailed(client: name, code: code) }
         isActive = true
     }
 
-    /// Stops the process callback; returns when no cycle is running.
+    /// Stops the process callback; returns when no cycle is running. A server that does not
+    /// answer within the deadline leaves the client active (`unansweredRequest` says so): close
+    /// it off the calling thread.
     public func deactivate() {
-        guard let client, isActive else { return }
-        jack_deactivate(client)
+        guard let client, isActive, (try? ask("deactivate", { jack_deactivate(client) })) != nil else { return }
         isActive = false
     }
 
@@ -185,6 +196,9 @@ public final class JackClient {
     /// the client waits for the server's answer (seen with jackd 1.9.21). Unregistered first,
     /// those notifications reach a client that still reads them.
     public func close() {
+        // A request past its deadline still uses the client: the close waits for it (for good,
+        // if the server never answers: close such a client off the control thread).
+        requests.drain()
         if let client {
             if isActive { jack_deactivate(client) }
             // The latency callback must not look at ports being unregistered, nor a range worked
@@ -198,6 +212,7 @@ public final class JackClient {
             }
             registered = []
             spares = SparePorts()
+            deferredGiveUps = []
             jack_client_close(client)
             self.client = nil
             isActive = false
@@ -213,9 +228,14 @@ public final class JackClient {
 
     /// Registers an audio port `shortName` on this client.
     public func registerAudioPort(_ shortName: String, direction: Direction) throws(JackError) -> JackPort {
+        try settle()
         if let spare = try reuseSpare(shortName, direction: direction) { return spare }
         let flags = direction == .input ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue
-        guard let port = jack_port_register(handle, shortName, CJackShims_default_audio_type(), UInt(flags), 0) else {
+        let client = handle
+        let registering = try ask("register port '\(name):\(shortName)'", {
+            jack_port_register(client, shortName, CJackShims_default_audio_type(), UInt(flags), 0)
+        }, late: { $0 })
+        guard let port = registering else {
             throw .portRegistrationFailed(port: "\(name):\(shortName)")
         }
         let registeredPort = JackPort(pointer: port, name: String(cString: jack_port_name(port)))
@@ -229,18 +249,31 @@ public final class JackClient {
     /// (`setLatencies`) must be taken out first.
     /// A port this client does not hold under that name (unregistered already, or given up and
     /// since reused under another) is left alone. With the server gone, the port is only forgotten.
+    /// While the server does not answer, the port is given up once it answers again.
     public func unregister(_ port: JackPort) {
-        guard let index = registered.firstIndex(of: port) else { return }
+        guard registered.contains(port) else { return }
         if shutdownNotice.pointee.isServerGone {
-            registered.remove(at: index)
+            registered.removeAll { $0 == port }
             return
         }
+        if (try? settle()) == nil {
+            if !deferredGiveUps.contains(port) { deferredGiveUps.append(port) }
+            return
+        }
+        giveUp(port)
+    }
+
+    /// Gives up a port this client holds (`registered`), the server answering so far.
+    func giveUp(_ port: JackPort) {
+        guard let index = registered.firstIndex(of: port) else { return }
         if keepsSpares {
             keepAsSpare(port, at: index)
             return
         }
         registered.remove(at: index)
-        jack_port_unregister(handle, port.pointer)
+        let client = handle
+        // Not answered: the port is forgotten here; it goes with the client if not before.
+        _ = try? ask("unregister port '\(port.name)'") { jack_port_unregister(client, port.pointer) }
     }
 
     /// Sets the port's pretty name (JACK metadata `http://jackaudio.org/metadata/pretty-name`),
@@ -248,20 +281,10 @@ public final class JackClient {
     /// Returns false when the server refused (older servers without metadata).
     @discardableResult
     public func setPrettyName(_ port: JackPort, _ prettyName: String) -> Bool {
-        jack_set_property(handle, jack_port_uuid(port.pointer), CJackShims_pretty_name_key(), prettyName, nil) == 0
-    }
-
-    /// The pretty name of the port named `fullName`, if it has one.
-    public func prettyName(of fullName: String) -> String? {
-        guard let port = jack_port_by_name(handle, fullName) else { return nil }
-        var value: UnsafeMutablePointer<CChar>?
-        var type: UnsafeMutablePointer<CChar>?
-        guard jack_get_property(jack_port_uuid(port), CJackShims_pretty_name_key(), &value, &type) == 0, let value else { return nil }
-        defer {
-            jack_free(value)
-            if let type { jack_free(type) }
-        }
-        return String(cString: value)
+        let client = handle
+        return (try? ask("set the pretty name of '\(port.name)'") {
+            jack_set_property(client, jack_port_uuid(port.pointer), CJackShims_pretty_name_key(), prettyName, nil)
+        }) == 0
     }
 
     /// What the latency callback reports (with `reportsLatency`): every output hears every input,
@@ -282,83 +305,20 @@ public final class JackClient {
             plan.generation = $0.generation &+ 1
             $0 = plan
         }
-        if recompute && isActive { callbacks.recompute() }
-    }
-
-    /// The playback latency (frames) of what one of this client's outputs feeds: the range over
-    /// the ports it is connected to, as JACK has them (0 when it feeds none). Read from the
-    /// graph JACK shares with its clients, but JACK2 first waits for a graph change under way
-    /// (about a period): call it when the graph changed, not for every status, and never on the
-    /// process thread.
-    public func downstreamPlaybackLatency(of port: JackPort) -> ClosedRange<UInt32> {
-        guard let handle = client else { return 0...0 }
-        let range = JackHost.downstreamPlaybackLatency(of: port.pointer, client: handle)
-        return range.min...max(range.min, range.max)
-    }
-
-    /// The playback latency range (frames) JACK reports for the port named `fullName`: how long
-    /// until what it carries now is heard (the port looked up by name, then its latency read).
-    public func playbackLatency(of fullName: String) -> ClosedRange<UInt32>? {
-        guard let port = jack_port_by_name(handle, fullName) else { return nil }
-        var range = jack_latency_range_t(min: 0, max: 0)
-        jack_port_get_latency_range(port, JackPlaybackLatency, &range)
-        return range.min...max(range.min, range.max)
-    }
-
-    /// The capture latency range (frames) JACK reports for the port named `fullName`: how long
-    /// ago what it carries now entered the graph.
-    public func captureLatency(of fullName: String) -> ClosedRange<UInt32>? {
-        guard let port = jack_port_by_name(handle, fullName) else { return nil }
-        var range = jack_latency_range_t(min: 0, max: 0)
-        jack_port_get_latency_range(port, JackCaptureLatency, &range)
-        return range.min...max(range.min, range.max)
+        if recompute && isActive { _ = try? ask("recompute latencies") { callbacks.recompute() } }
     }
 
     /// Connects two ports by full name. Already connected counts as success.
     public func connect(_ source: String, to destination: String) throws(JackError) {
-        let code = jack_connect(handle, source, destination)
+        let client = handle
+        let code = try ask("connect '\(source)' to '\(destination)'") { jack_connect(client, source, destination) }
         if code != 0 && code != EEXIST { throw .connectFailed(source: source, destination: destination, code: code) }
     }
 
     public func disconnect(_ source: String, from destination: String) throws(JackError) {
-        let code = jack_disconnect(handle, source, destination)
+        let client = handle
+        let code = try ask("disconnect '\(source)' from '\(destination)'") { jack_disconnect(client, source, destination) }
         if code != 0 { throw .disconnectFailed(source: source, destination: destination, code: code) }
-    }
-
-    /// Full names of the audio ports in the graph, in JACK's order, optionally only inputs or
-    /// outputs. `pattern` is JACK's own regular expression filter (nil: all ports).
-    public func ports(matching pattern: String? = nil, direction: Direction? = nil) -> [String] {
-        let flags: UInt
-        switch direction {
-        case .input: flags = UInt(JackPortIsInput.rawValue)
-        case .output: flags = UInt(JackPortIsOutput.rawValue)
-        case nil: flags = 0
-        }
-        return Self.takeNames(jack_get_ports(handle, pattern, CJackShims_default_audio_type(), flags))
-    }
-
-    /// Whether a port of that full name exists in the graph.
-    public func portExists(_ fullName: String) -> Bool {
-        jack_port_by_name(handle, fullName) != nil
-    }
-
-    /// Full names of the ports connected to the port named `fullName`.
-    public func connections(of fullName: String) -> [String] {
-        guard let port = jack_port_by_name(handle, fullName) else { return [] }
-        return Self.takeNames(jack_port_get_all_connections(handle, port))
-    }
-
-    /// Copies a NULL-terminated list of port names that JACK allocated, and frees it.
-    private static func takeNames(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> [String] {
-        guard let list else { return [] }
-        defer { jack_free(list) }
-        var names: [String] = []
-        var i = 0
-        while let entry = list[i] {
-            names.append(String(cString: entry))
-            i += 1
-        }
-        return names
     }
 
     /// JACK's clock, in microseconds (`jack_get_time`): the clock frame times are measured on.

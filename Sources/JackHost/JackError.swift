@@ -8,6 +8,9 @@ public enum JackError: Error, Equatable, CustomStringConvertible {
     case disconnectFailed(source: String, destination: String, code: Int32)
     case activateFailed(client: String, code: Int32)
     case callbackRegistrationFailed(what: String, code: Int32)
+    /// The server has not answered a request for that long (frozen, or hung in its driver):
+    /// nothing was asked of it, or what was asked is put right when it answers.
+    case serverNotAnswering(request: String, seconds: Double)
 
     public var description: String {
         switch self {
@@ -28,6 +31,8 @@ public enum JackError: Error, Equatable, CustomStringConvertible {
             "could not activate JACK client '\(client)' (JACK error \(code))"
         case let .callbackRegistrationFailed(what, code):
             "could not set the JACK \(what) callback (JACK error \(code))"
+        case let .serverNotAnswering(request, seconds):
+            "the JACK server has not answered for \(Double(Int((seconds * 10).rounded())) / 10) s (to \(request)): it is frozen or hung"
         }
     }
 }

@@ -115,6 +115,12 @@ struct StateDocument: Encodable {
         var routes: [String: [Double]]
     }
 
+    /// A request to the JACK server still unanswered past its deadline.
+    struct Unanswered: Encodable {
+        var request: String
+        var seconds: Double
+    }
+
     /// EBU R 128 loudness, LUFS (-144: silence, or not yet heard long enough).
     struct Loudness: Encodable {
         var momentary: Double
@@ -171,6 +177,9 @@ struct StateDocument: Encodable {
         /// The router's JACK ports, and the spares among them (JACK2 keeps given-up ports).
         var jackPorts: Int
         var spareJackPorts: Int
+        /// A request the JACK server has not answered within its deadline, and for how long it
+        /// has waited (absent while the server answers).
+        var jackUnanswered: Unanswered?
         var saveRequests: Int
         var peaksDbfs: Meters
         /// Every metered app's and route's loudness (absent when the router meters none).
@@ -244,6 +253,7 @@ struct StateDocument: Encodable {
                                 recentGaps: status.recentGaps.map { [$0.firstFrame, $0.frames] }, publishedPlan: status.publishedPlan,
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
                                 jackPorts: status.jackPorts, spareJackPorts: status.spareJackPorts,
+                                jackUnanswered: status.jackUnanswered.map { Unanswered(request: $0.request, seconds: ($0.seconds * 10).rounded() / 10) },
                                 saveRequests: status.saveRequests,
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),
                                                   routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })),

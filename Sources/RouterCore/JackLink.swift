@@ -115,9 +115,17 @@ final class JackLink: @unchecked Sendable {
     /// it loaded stays in the server: unloading it is a request jackd2 serves inside its engine,
     /// and a test run once found a server that no longer answered anyone after a router stopped
     /// (and unloaded it) just after a far end died; the next router finds it running.
+    /// A client with a request the server has not answered is closed off the control queue (its
+    /// close waits for that request, for good if the server stays frozen), and not waited for.
     func drop() {
-        client?.close()
-        client = nil
+        guard let client else { return }
+        self.client = nil
+        if client.unansweredRequest == nil {
+            client.close()
+            return
+        }
+        let handover = Handover(client)
+        closer.async { handover.value.close() }
     }
 
     /// Tries to open a client again after the next backoff delay (doubling from the first to the

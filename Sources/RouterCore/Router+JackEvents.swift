@@ -114,6 +114,25 @@ extension Router {
                      backOff: !watchdog.sawCycle)
     }
 
+    /// Runs `body` (a change, on the control queue); when it fails because the server did not
+    /// answer in time (`JackError.serverNotAnswering`: a request waited `answerSeconds`) and no
+    /// cycle has run for the stall report's time either, the server is hung: it is given up now,
+    /// as the watchdog would a moment later, and `body` runs once more without it (an app
+    /// registered gets its ports when the router joins the server again). A server that still
+    /// runs cycles is not given up for a slow answer: the change is refused.
+    func givingUpHungServer<T>(_ body: () throws(RouterError) -> T) throws(RouterError) -> T {
+        do throws(RouterError) { return try body() } catch {
+            guard case .jack(.serverNotAnswering) = error, link.client != nil, watchdog.timeout > 0 else { throw error }
+            let statistics = engine.statistics
+            guard let quiet = watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart,
+                                               now: Engine.monotonicNow, threshold: stallReportThreshold) else { throw error }
+            let reason = String(format: "no answer and no process cycle for %.1f s", quiet)
+            giveUpServer(reason, "the JACK server stopped answering and running the router's cycles (\(reason)): giving this client up",
+                         backOff: !watchdog.sawCycle)
+            return try body()
+        }
+    }
+
     /// Gives the client up: it is closed off the control queue (a hung server may never answer
     /// the close, and the control queue must keep answering); once it is closed, its ports and
     /// plans are forgotten and joining the server again starts. Meanwhile everyone is told, and

@@ -62,6 +62,7 @@ extension Router {
                 missedCycles: statistics.missedCycles, recentGaps: engine.recentGaps(), nonFiniteInputBuffers: statistics.nonFiniteInputBuffers)
             status.jackPorts = link.client?.portCount ?? 0
             status.spareJackPorts = link.client?.spareNames.count ?? 0
+            status.jackUnanswered = link.client?.unansweredRequest.map { RouterStatus.UnansweredRequest(request: $0.what, seconds: $0.seconds) }
             return status
         }
     }

@@ -280,7 +280,7 @@ public final class Router: @unchecked Sendable {
     /// is refused, throws `.batch` naming it, and nothing changes.
     @discardableResult
     public func perform(_ changes: [Change]) throws(RouterError) -> [PolicyEffect] {
-        try onQueue { () throws(RouterError) in try performOnQueue(changes) }
+        try onQueue { () throws(RouterError) in try givingUpHungServer { () throws(RouterError) in try performOnQueue(changes) } }
     }
 
     /// Applies changes together at a moment on the wall clock (an OSC timetag, Unix seconds): the

@@ -110,6 +110,15 @@ public struct RouterStatus: Sendable, Equatable {
     /// are spares: ports given up on JACK2, kept for the next app (`JackClient` "SparePorts").
     public var jackPorts = 0
     public var spareJackPorts = 0
+    /// A request to the JACK server that has waited past its deadline (JackClient's
+    /// `answerSeconds`) and still waits: until it returns, every change that asks the server is
+    /// refused at once. nil while the server answers.
+    public var jackUnanswered: UnansweredRequest?
+
+    public struct UnansweredRequest: Equatable, Sendable {
+        public var request: String
+        public var seconds: Double
+    }
 }
 
 /// The peak of every channel of one app (its input) or route (its output) over a span, linear.

@@ -76,10 +76,11 @@ struct ServerRestartTests {
 
         var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
-        func ask(_ path: String, _ arguments: [OSCArgument] = [], transport: OSCURL.Transport = .udp) throws -> OSCMessage? {
+        func ask(_ path: String, _ arguments: [OSCArgument] = [], transport: OSCURL.Transport = .udp,
+                 timeout: Double = 1) throws -> OSCMessage? {
             let client = try OSCClient(OSCURL(transport: transport, host: "127.0.0.1", port: port))
             try client.send(OSCMessage(path, arguments))
-            return try client.receive(timeout: 1) { ($0.path == "/reply" || $0.path == "/error") && $0.arguments.first == .string(path) }
+            return try client.receive(timeout: timeout) { ($0.path == "/reply" || $0.path == "/error") && $0.arguments.first == .string(path) }
         }
 
         /// `/state` as a JSON object.
@@ -217,6 +218,33 @@ struct ServerRestartTests {
         try waitFor("music at the speaker at the volume set while the server was frozen") {
             abs(rig.speakerLevel(seconds: 0.1) - expected) < 1
         }
+        #expect(rig.daemon.isRunning)
+    }
+
+    @Test("an app registered while the server is frozen, before the watchdog gives it up: answered within the watchdog's time and a little, /state answers, and the app has its ports once the server goes on")
+    func registerWhileFrozen() throws {
+        let rig = try RestartRig()
+        rig.server.suspend()
+        defer { rig.server.resume() }
+        // At once: the router has not yet seen the missing cycles. Registering asks the server for
+        // ports, which a frozen server never answers.
+        let asked = Date()
+        let reply = try rig.ask("/app/register", [.string("late"), .string("playback")], timeout: 8)
+        let took = Date().timeIntervalSince(asked)
+        print(String(format: "registerWhileFrozen: answered after %.2f s: %@", took, String(describing: reply)))
+        #expect(reply?.path == "/reply", "\(String(describing: reply))\n\(rig.log)")
+        #expect(took < 4.5, "answered \(took) s after asking")
+        // The control plane is not held by the frozen server.
+        let engine = try #require(try rig.state()["engine"] as? [String: Any])
+        #expect(engine["jack"] as? String == "disconnected", "\(engine)")
+        rig.server.resume()
+        try waitFor("the router to rejoin the server", timeout: 10) {
+            ((try? rig.state())?["engine"] as? [String: Any])?["jack"] as? String == "connected"
+        }
+        try waitFor("the app registered while the server was frozen to have its ports", timeout: 5) {
+            rig.recorder.client.portExists("duckrouter:late_in_1") && rig.recorder.client.portExists("duckrouter:late_in_2")
+        }
+        try rig.waitForConnections()
         #expect(rig.daemon.isRunning)
     }
 

@@ -197,10 +197,26 @@ public final class JackServer: @unchecked Sendable {
     }
 
     /// Freezes the server (SIGSTOP), as a hung server would be: its clients get no cycles and
-    /// every request they make to it waits. `resume()` lets it go on.
+    /// every request they make to it waits. `resume()` lets it go on. Returns once every thread of
+    /// it has stopped (the signal stops each at its next return from the kernel: on a busy
+    /// machine a thread already answering a request may finish it first), or after 2 s.
     public func suspend() {
         guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGSTOP)
+        let pid = process.processIdentifier
+        kill(pid, SIGSTOP)
+        let deadline = Date().addingTimeInterval(2)
+        while Date() < deadline && !Self.allStopped(pid) { usleep(1000) }
+    }
+
+    /// Whether every thread of the process is stopped (state `T` in /proc/<pid>/task/<tid>/stat).
+    static func allStopped(_ pid: Int32) -> Bool {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"), !tasks.isEmpty else { return false }
+        return tasks.allSatisfy { tid in
+            // The state follows the command name's closing parenthesis.
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first == "T"
+        }
     }
 
     /// Lets a suspended server go on (SIGCONT).

@@ -1,0 +1,138 @@
+import Dispatch
+import Glibc
+
+/// Requests to the JACK server with a deadline: the client's calls that wait for the server's
+/// answer (a port registered, renamed, connected…) run on a queue of their own, and the caller
+/// waits for the answer only so long. libjack's requests have no timeout (JACK2's and PipeWire
+/// 0.3.65's): a server frozen with SIGSTOP, or hung in a driver, never answers, and the caller
+/// would wait until it goes on or dies. The router's control queue is that caller, and OSC, the
+/// watchdog that gives a frozen server up, and everything else wait behind it.
+///
+/// A request that misses its deadline goes on waiting on the queue; until it returns, the server
+/// counts as not answering and every later request is refused at once, without being queued.
+/// When it returns, what it did is handed back (`late`) for the owner to put right on its own
+/// thread. Only one request is ever outstanding, so the requests keep their order and no request
+/// or close of the client overtakes one still waiting (`drain`).
+///
+/// Owns: the request queue and what the late requests left. Any thread: the owner asks from its
+/// own, the queue finishes requests on its.
+final class ServerRequests: @unchecked Sendable {
+    // @unchecked: `state` is read and written only under its lock; `queue` and `deadline` are
+    // immutable.
+    private let queue = DispatchQueue(label: "duckrouter.jack-requests")
+    let deadline: Double
+    private let state = Locked(State())
+
+    private struct State {
+        /// The request past its deadline and still waiting, and since when (CLOCK_MONOTONIC s).
+        var waiting: (what: String, since: Double)?
+        /// Ports whose requests returned after their deadline, with what those did.
+        var late: [LatePort] = []
+    }
+
+    /// A port a late request left in a state nobody recorded: registered, or renamed, or half
+    /// given up. The owner takes it back and gives it up again.
+    struct LatePort: @unchecked Sendable {
+        // @unchecked: a jack_port_t pointer, used only on the owner's thread once handed back.
+        let pointer: OpaquePointer
+    }
+
+    init(deadline: Double) {
+        self.deadline = deadline
+    }
+
+    /// The request that has waited past its deadline, and for how long (s); nil while the server
+    /// answers.
+    var unanswered: (what: String, seconds: Double)? {
+        state.withLock { state in state.waiting.map { ($0.what, Self.now() - $0.since) } }
+    }
+
+    /// Runs `request` on the request queue and returns what it returned, or nil when the server
+    /// did not answer by the deadline, or has not answered an earlier request yet (then
+    /// `request` does not run). A request that answers late hands `late(result)`'s port, if any,
+    /// to `takeLatePorts`.
+    func ask<Result>(_ what: String, _ request: @escaping () -> Result,
+                     late: @escaping (Result) -> OpaquePointer? = { _ in nil }) -> Result? {
+        guard unanswered == nil else { return nil }
+        let outcome = Outcome<Result>()
+        let work = UncheckedRequest { [state] in
+            let result = request()
+            // The caller gave up on it: what it did goes to the owner, and the server answers again.
+            if outcome.finish(result) {
+                state.withLock { state in
+                    if let pointer = late(result) { state.late.append(LatePort(pointer: pointer)) }
+                    state.waiting = nil
+                }
+            }
+        }
+        queue.async { work.run() }
+        if outcome.wait(seconds: deadline) { return outcome.result }
+        state.withLock { $0.waiting = (what, Self.now()) }
+        // It may have returned between the wait and now: then nothing waits.
+        if outcome.abandon() { return nil }
+        state.withLock { $0.waiting = nil }
+        return outcome.result
+    }
+
+    /// The ports late requests left, for the owner to take back (its own thread).
+    func takeLatePorts() -> [LatePort] {
+        state.withLock { state in
+            defer { state.late.removeAll() }
+            return state.late
+        }
+    }
+
+    /// Returns once no request runs: after the one past its deadline, if any, has returned (which
+    /// may be never, for a server frozen for good). Before closing the client.
+    func drain() {
+        queue.sync {}
+    }
+
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
+
+/// A request's result, handed from the request queue to the caller, or to nobody once the
+/// caller has stopped waiting.
+private final class Outcome<Result>: @unchecked Sendable {
+    // @unchecked: `value`, `done` and `abandoned` are read and written only under `lock`; the
+    // semaphore is thread-safe.
+    private let lock = Locked((value: Result?.none, done: false, abandoned: false))
+    private let signal = DispatchSemaphore(value: 0)
+
+    /// Called once the request returned; true when the caller no longer waits for it.
+    func finish(_ result: Result) -> Bool {
+        let abandoned = lock.withLock { state in
+            state.value = result
+            state.done = true
+            return state.abandoned
+        }
+        if !abandoned { signal.signal() }
+        return abandoned
+    }
+
+    /// Waits up to `seconds` for the result; true when it came.
+    func wait(seconds: Double) -> Bool {
+        signal.wait(timeout: .now() + seconds) == .success
+    }
+
+    /// The caller stops waiting; false when the result came after all (then it is `result`).
+    func abandon() -> Bool {
+        lock.withLock { state in
+            if state.done { return false }
+            state.abandoned = true
+            return true
+        }
+    }
+
+    var result: Result? { lock.withLock { $0.value } }
+}
+
+/// A request closure carried to the request queue (it holds jack_client_t and jack_port_t
+/// pointers, used there only while the owner waits for it or refuses every other request).
+private struct UncheckedRequest: @unchecked Sendable {
+    let run: () -> Void
+}

@@ -1,0 +1,52 @@
+import CJack
+
+/// Calls that wait for the server's answer, with a deadline (`ServerRequests`): a server that is
+/// frozen or hung holds its caller for `answerSeconds` at most, once; until that request
+/// returns, every such call fails at once with `.serverNotAnswering`, and a port given up
+/// meanwhile waits (`deferredGiveUps`). What a late request did to a port (registered it, renamed
+/// it, half gave it up) is put right by the next call once the server answers again (`settle`):
+/// the port is taken back and given up, so it ends as a spare (JACK2) or unregistered, never
+/// holding a name an app may want.
+///
+/// Calls that read only what JACK shares with its clients (port lists, connections, latencies,
+/// metadata) need no answer and are not bounded; neither is `close()`, which waits for the
+/// request still running and then for the server.
+extension JackClient {
+    /// The call that has waited past its deadline for the server and is still waiting, and for
+    /// how long (s); nil while the server answers.
+    public var unansweredRequest: (what: String, seconds: Double)? { requests.unanswered }
+
+    /// Runs `request` (which must use only what it captured: the client's and its ports' C
+    /// handles, names) on the request queue; throws `.serverNotAnswering` when the server does
+    /// not answer within the deadline, or has not answered an earlier call yet. `late` names the
+    /// port a late answer leaves for `settle`, if any.
+    func ask<Result>(_ what: String, _ request: @escaping () -> Result,
+                     late: @escaping (Result) -> OpaquePointer? = { _ in nil }) throws(JackError) -> Result {
+        if let result = requests.ask(what, request, late: late) { return result }
+        let waiting = requests.unanswered
+        throw .serverNotAnswering(request: waiting?.what ?? what, seconds: waiting?.seconds ?? requests.deadline)
+    }
+
+    /// Puts right what late requests left, and gives up the ports given up while the server did
+    /// not answer. Throws while it still does not.
+    func settle() throws(JackError) {
+        if let waiting = requests.unanswered {
+            throw .serverNotAnswering(request: waiting.what, seconds: waiting.seconds)
+        }
+        for late in requests.takeLatePorts() {
+            // Taken back under the name it has now, and given up again below.
+            let port = JackPort(pointer: late.pointer, name: String(cString: jack_port_name(late.pointer)))
+            registered.removeAll { $0.pointer == late.pointer }
+            spares.remove(late.pointer)
+            registered.append(port)
+            if !deferredGiveUps.contains(port) { deferredGiveUps.append(port) }
+        }
+        while !deferredGiveUps.isEmpty {
+            let port = deferredGiveUps.removeFirst()
+            giveUp(port)
+            if let waiting = requests.unanswered {
+                throw .serverNotAnswering(request: waiting.what, seconds: waiting.seconds)
+            }
+        }
+    }
+}
