@@ -22,17 +22,39 @@ extension JackClient {
     /// port a late answer leaves for `settle`, if any.
     func ask<Result>(_ what: String, _ request: @escaping () -> Result,
                      late: @escaping (Result) -> OpaquePointer? = { _ in nil }) throws(JackError) -> Result {
-        if let result = requests.ask(what, request, late: late) { return result }
+        if case let .answered(result) = requests.ask(what, request, late: late, progress: serverProgress) { return result }
+        throw notAnswering(what)
+    }
+
+    /// The error for a call the server has not answered: the request that still waits, and how
+    /// long since it was asked.
+    func notAnswering(_ what: String) -> JackError {
         let waiting = requests.unanswered
-        throw .serverNotAnswering(request: waiting?.what ?? what, seconds: waiting?.seconds ?? requests.deadline)
+        return .serverNotAnswering(request: waiting?.what ?? what, seconds: waiting?.seconds ?? requests.deadline)
+    }
+
+    /// Whether a request the server has not answered still waits: a call now would be refused
+    /// without running, so what it was for waits too.
+    var awaitingServer: Bool { requests.unanswered != nil }
+
+    /// Requests the server answered after their deadline, so far: when this grows, the server
+    /// answers again, and what was refused meanwhile may be wanted again.
+    public var lateAnswers: Int { requests.lateAnswers }
+
+    /// Whether ports wait to be put right or given up (`settle`).
+    public var hasUnsettledPorts: Bool { !deferredGiveUps.isEmpty || requests.hasLatePorts }
+
+    /// Puts right what late requests left and gives up what waited, if the server answers (the
+    /// owner's periodic work: otherwise only the next port registered or given up does it).
+    public func settlePending() {
+        guard hasUnsettledPorts, !awaitingServer else { return }
+        try? settle()
     }
 
     /// Puts right what late requests left, and gives up the ports given up while the server did
     /// not answer. Throws while it still does not.
     func settle() throws(JackError) {
-        if let waiting = requests.unanswered {
-            throw .serverNotAnswering(request: waiting.what, seconds: waiting.seconds)
-        }
+        if awaitingServer { throw notAnswering("settle ports") }
         for late in requests.takeLatePorts() {
             // Taken back under the name it has now, and given up again below.
             let port = JackPort(pointer: late.pointer, name: String(cString: jack_port_name(late.pointer)))
@@ -44,9 +66,7 @@ extension JackClient {
         while !deferredGiveUps.isEmpty {
             let port = deferredGiveUps.removeFirst()
             giveUp(port)
-            if let waiting = requests.unanswered {
-                throw .serverNotAnswering(request: waiting.what, seconds: waiting.seconds)
-            }
+            if awaitingServer { throw notAnswering("settle ports") }
         }
     }
 }

@@ -46,6 +46,8 @@ extension JackClient {
     /// connected it meanwhile), or nil when there is none. Throws, keeping the spare, when the
     /// name is taken or too long for JACK (its rename checks neither) or the server refuses.
     func reuseSpare(_ shortName: String, direction: Direction) throws(JackError) -> JackPort? {
+        // A request would be refused without running: the spares stay as they are.
+        if awaitingServer { throw notAnswering("register port '\(name):\(shortName)'") }
         guard let spare = spares.take(direction) else { return nil }
         let fullName = "\(name):\(shortName)"
         // jack_port_name_size() counts the terminating zero and one byte more than

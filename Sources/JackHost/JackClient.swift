@@ -45,6 +45,12 @@ public final class JackClient {
     let requests: ServerRequests
     /// Ports to give up once the server answers again (given up while it did not).
     var deferredGiveUps: [JackPort] = []
+    /// A count that moves while the server runs this client's cycles (the owner's cycle counter),
+    /// read while a call waits for the server: past `answerSeconds`, a server whose count moves
+    /// is slow, not hung, and is waited for up to `patientSeconds`. Control thread only.
+    public var serverProgress: (() -> UInt64)?
+    /// `activate()` was called: JACK may have activated the client even if its answer came late.
+    private var activationAsked = false
 
     /// The name JACK gave the client (it may differ from the one asked for only if JACK renames).
     public private(set) var name: String
@@ -57,12 +63,13 @@ public final class JackClient {
     /// `events` gets `.serverShutDown` (from a queue of the client's own) once `shutdownReason`
     /// says why; without `events`, poll `shutdownReason`.
     /// `answerSeconds`: how long a call waits for the server's answer before it fails with
-    /// `.serverNotAnswering` (JackClient+Requests.swift).
+    /// `.serverNotAnswering`; `patientSeconds`, how long while `serverProgress` moves
+    /// (JackClient+Requests.swift).
     public init(name: String, server: String? = nil, reportsLatency: Bool = false, answerSeconds: Double = 2,
-                events: (@Sendable (JackEvent) -> Void)? = nil) throws(JackError) {
+                patientSeconds: Double = 10, events: (@Sendable (JackEvent) -> Void)? = nil) throws(JackError) {
         let resolvedServer = server ?? ProcessInfoServerName.current
         serverName = resolvedServer
-        requests = ServerRequests(deadline: answerSeconds)
+        requests = ServerRequests(deadline: answerSeconds, patience: patientSeconds)
         var status = jack_status_t(rawValue: 0)
         guard let opened = CJackShims_client_open(name, server ?? nil, &status) else {
             let flags = JackStatus(status)
@@ -174,6 +181,7 @@ public final class JackClient {
 
     public func activate() throws(JackError) {
         let client = handle
+        activationAsked = true
         let code = try ask("activate") { jack_activate(client) }
         if code != 0 { throw .activateFailed(client: name, code: code) }
         isActive = true
@@ -200,7 +208,9 @@ public final class JackClient {
         // if the server never answers: close such a client off the control thread).
         requests.drain()
         if let client {
-            if isActive { jack_deactivate(client) }
+            // An activation answered late may have taken effect: deactivating an inactive client
+            // does nothing.
+            if isActive || activationAsked { jack_deactivate(client) }
             // The latency callback must not look at ports being unregistered, nor a range worked
             // out before be set on them; nothing queued may outlive the client.
             if let context = context?.takeUnretainedValue() {
@@ -266,6 +276,11 @@ public final class JackClient {
     /// Gives up a port this client holds (`registered`), the server answering so far.
     func giveUp(_ port: JackPort) {
         guard let index = registered.firstIndex(of: port) else { return }
+        // A request would be refused without running: the port waits, still held.
+        if awaitingServer {
+            if !deferredGiveUps.contains(port) { deferredGiveUps.append(port) }
+            return
+        }
         if keepsSpares {
             keepAsSpare(port, at: index)
             return

@@ -50,6 +50,12 @@ final class JackLink: @unchecked Sendable {
     private(set) var reconnects = 0
     private(set) var attempts = 0
     private var reconnectScheduled = false
+    /// Clients dropped or given up whose close has not returned yet: no new client is opened
+    /// meanwhile (it would get another name, and both could run the engine's cycles).
+    private var closing = 0
+    /// A reconnect asked for while a close was pending: scheduled once the last one returns.
+    private var reconnectAfterClose: (events: EventSink, stillWanted: () -> Bool,
+                                      completion: (Result<(client: JackClient, epoch: Int), JackError>) -> Void)?
 
     init(parameters: Parameters, queue: DispatchQueue) {
         self.parameters = parameters
@@ -92,13 +98,24 @@ final class JackLink: @unchecked Sendable {
         let kept = Handover(Unmanaged.passRetained(keepAlive))
         let handover = Handover((client: client, closed: closed))
         let queue = self.queue
+        closing += 1
         closer.async {
             handover.value.client.close()
-            queue.async {
+            queue.async { [weak self] in
+                self?.closeReturned()
                 handover.value.closed()
                 kept.value.release()
             }
         }
+    }
+
+    /// A close given to the `closer` queue has returned (control queue): a reconnect asked for
+    /// meanwhile is scheduled once none is pending.
+    private func closeReturned() {
+        closing -= 1
+        guard closing == 0, let pending = reconnectAfterClose else { return }
+        reconnectAfterClose = nil
+        scheduleReconnect(events: pending.events, stillWanted: pending.stillWanted, completion: pending.completion)
     }
 
     /// Loads netjack2's `netmanager` into the server of the client just adopted, when the session
@@ -115,17 +132,43 @@ final class JackLink: @unchecked Sendable {
     /// it loaded stays in the server: unloading it is a request jackd2 serves inside its engine,
     /// and a test run once found a server that no longer answered anyone after a router stopped
     /// (and unloaded it) just after a far end died; the next router finds it running.
-    /// A client with a request the server has not answered is closed off the control queue (its
-    /// close waits for that request, for good if the server stays frozen), and not waited for.
-    func drop() {
-        guard let client else { return }
-        self.client = nil
-        if client.unansweredRequest == nil {
-            client.close()
-            return
+    ///
+    /// The client is closed on the `closer` queue, and waited for up to `waitSeconds`: a server
+    /// that answers closes it in milliseconds, and the caller goes on as if closed here; a frozen
+    /// one may never answer (a request still waiting holds the close too), and the control queue
+    /// must not wait for it. Returns whether it closed in time. `keepAlive` (what its process
+    /// callback points into) is held until it has closed; `closed` runs once it has: before this
+    /// returns when it closed in time, else later on the control queue.
+    @discardableResult
+    func drop(keepingAlive keepAlive: AnyObject? = nil, waitSeconds: Double = 2, closed: (() -> Void)? = nil) -> Bool {
+        guard let client else {
+            closed?()
+            return true
         }
-        let handover = Handover(client)
-        closer.async { handover.value.close() }
+        self.client = nil
+        let waiter = Closing()
+        let kept = keepAlive.map { Handover(Unmanaged.passRetained($0)) }
+        let handover = Handover((client: client, closed: closed))
+        let queue = self.queue
+        closer.async {
+            handover.value.client.close()
+            // Waited for and seen closed: the waiter goes on. Otherwise the rest on the control queue.
+            guard waiter.finish() else {
+                kept?.value.release()
+                return
+            }
+            queue.async { [weak self] in
+                self?.closeReturned()
+                handover.value.closed?()
+                kept?.value.release()
+            }
+        }
+        if waiter.wait(seconds: waitSeconds) {
+            closed?()
+            return true
+        }
+        self.closing += 1
+        return false
     }
 
     /// Tries to open a client again after the next backoff delay (doubling from the first to the
@@ -134,6 +177,10 @@ final class JackLink: @unchecked Sendable {
     func scheduleReconnect(events: @escaping EventSink, stillWanted: @escaping () -> Bool,
                            completion: @escaping (Result<(client: JackClient, epoch: Int), JackError>) -> Void) {
         guard client == nil, !reconnectScheduled else { return }
+        guard closing == 0 else {
+            reconnectAfterClose = (events, stillWanted, completion)
+            return
+        }
         reconnectScheduled = true
         let delays = parameters.reconnectDelays
         let delay = min(delays.first * pow(2, Double(min(attempts, 16))), delays.maximum)
@@ -179,4 +226,34 @@ final class JackLink: @unchecked Sendable {
 final class Handover<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// A close handed to the `closer` queue and waited for a while: either the waiter sees it end, or
+/// the closer learns that nobody waits any more.
+private final class Closing: @unchecked Sendable {
+    // @unchecked: `state` is read and written only under `lock`; the semaphore is thread-safe.
+    private let lock = NSLock()
+    private var state: (done: Bool, abandoned: Bool) = (false, false)
+    private let signal = DispatchSemaphore(value: 0)
+
+    /// The close returned; true when nobody waits for it any more.
+    func finish() -> Bool {
+        let abandoned = lock.withLock {
+            state.done = true
+            return state.abandoned
+        }
+        if !abandoned { signal.signal() }
+        return abandoned
+    }
+
+    /// Waits up to `seconds`; true when the close returned meanwhile (false: the closer finishes
+    /// alone).
+    func wait(seconds: Double) -> Bool {
+        if signal.wait(timeout: .now() + seconds) == .success { return true }
+        return lock.withLock {
+            if state.done { return true }
+            state.abandoned = true
+            return false
+        }
+    }
 }

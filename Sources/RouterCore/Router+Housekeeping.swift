@@ -79,11 +79,28 @@ extension Router {
             && watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now,
                                 threshold: stallSuspicionThreshold) != nil
         guard let client = link.client else { return }
+        followServerAnswers(client)
         engine.collectRetiredPlans()
         runDueChanges(now: client.frameTime)
         let fadeEnded = publisher.followAdoption(on: engine, periodFrames: bufferSize)
         if publisher.needsPublish || fadeEnded { republish() }
         removeRetiredPorts()
+    }
+
+    /// After a request the server answered late (it was slow or frozen past the deadline, and
+    /// requests were refused meanwhile): the ports it left are put right, and what attach makes
+    /// (route, input and source connections, latencies) is made again, since connections asked
+    /// for meanwhile were refused. Pretty names refused meanwhile stay unset.
+    func followServerAnswers(_ client: JackClient) {
+        client.settlePending()
+        let late = client.lateAnswers
+        guard late != lateAnswersSeen, client.unansweredRequest == nil else { return }
+        lateAnswersSeen = late
+        logger.notice("the JACK server answers again after a request waited past its deadline; making the router's connections again")
+        patchbay.connectRoutes(inventory.routes, on: client)
+        patchbay.connectInputs(inventory.input, on: client)
+        for app in inventory.apps { patchbay.connectSources(of: app, on: client) }
+        updateLatencies(recompute: true)
     }
 
     /// How long without a cycle before the ticks go fast: `stallReportThreshold`, or earlier when

@@ -26,6 +26,9 @@ extension Router {
     /// client is closed and nothing of it is kept.
     func attach(_ opened: JackClient, epoch: Int, selectedRoute: String? = nil) throws(RouterError) {
         link.adopt(opened, epoch: epoch)
+        // A server still running the router's cycles is slow, not hung: its answers are waited for longer.
+        opened.serverProgress = { [engine] in engine.statistics.cycles }
+        lateAnswersSeen = opened.lateAnswers
         clientName = opened.name
         resolvedServerName = opened.serverName
         patchbay.reset()
@@ -53,9 +56,10 @@ extension Router {
             try opened.activate()
         } catch {
             // The client first (deactivated and closed: its process thread joined), then the
-            // plans: jack_activate can fail after JACK started that thread.
-            link.drop()
-            detach()
+            // plans: jack_activate can fail after JACK started that thread. A client the server
+            // does not answer closes later: its plans go then, and the link joins again only
+            // after that (JackLink.scheduleReconnect waits for the close).
+            link.drop(keepingAlive: engine) { [weak self] in self?.detach() }
             throw RouterError(error)
         }
         watchdog.arm(cycles: engine.statistics.cycles, now: Engine.monotonicNow)

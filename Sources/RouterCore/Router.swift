@@ -121,6 +121,8 @@ public final class Router: @unchecked Sendable {
     /// The last tick saw no cycle for `stallReportThreshold`: ticks stay fast until the watchdog
     /// gives the server up or cycles run again.
     var stallSuspected = false
+    /// The client's late answers seen so far (`followServerAnswers`).
+    var lateAnswersSeen = 0
     let housekeepingInterval: DispatchTimeInterval
     let idleHousekeepingInterval: DispatchTimeInterval
     /// Reads the level watches every millisecond while any app is watched (`SignalWatcher`).
@@ -239,7 +241,10 @@ public final class Router: @unchecked Sendable {
         loudnessDuckTimer?.cancel()
         loudnessDuckTimer = nil
         link.client?.deactivate()
-        link.drop()
+        // What its process callback points into stays until the close returns. A close takes
+        // well under a second (hundreds of ports unregistered one by one); a frozen server's may
+        // not return within the wait, and the daemon then exits without it.
+        link.drop(keepingAlive: engine, waitSeconds: 5)
         loudness.stop()
     }
 

@@ -8,8 +8,12 @@ import Glibc
 /// would wait until it goes on or dies. The router's control queue is that caller, and OSC, the
 /// watchdog that gives a frozen server up, and everything else wait behind it.
 ///
-/// A request that misses its deadline goes on waiting on the queue; until it returns, the server
-/// counts as not answering and every later request is refused at once, without being queued.
+/// A server that is slow but alive (it runs cycles: the caller's `progress`, a cycle counter,
+/// moves) is waited for longer, up to `patience`: JACK2's server waits up to 2 s for each notification to a client that
+/// does not read them, and serves every client's requests on one thread, so one hung client can
+/// make every request slow without the server being frozen. A request that misses its deadline
+/// goes on waiting on the queue; until it returns, the server counts as not answering and every
+/// later request is refused at once, without being queued.
 /// When it returns, what it did is handed back (`late`) for the owner to put right on its own
 /// thread. Only one request is ever outstanding, so the requests keep their order and no request
 /// or close of the client overtakes one still waiting (`drain`).
@@ -21,13 +25,27 @@ final class ServerRequests: @unchecked Sendable {
     // immutable.
     private let queue = DispatchQueue(label: "duckrouter.jack-requests")
     let deadline: Double
+    /// How long a request is waited for while the caller's `progress` moves.
+    let patience: Double
     private let state = Locked(State())
 
     private struct State {
-        /// The request past its deadline and still waiting, and since when (CLOCK_MONOTONIC s).
+        /// The request past its deadline and still waiting, and since when it was asked
+        /// (CLOCK_MONOTONIC s).
         var waiting: (what: String, since: Double)?
         /// Ports whose requests returned after their deadline, with what those did.
         var late: [LatePort] = []
+        /// Requests that returned after their deadline, counted.
+        var lateAnswers = 0
+    }
+
+    /// What became of a request.
+    enum Answer<Result> {
+        case answered(Result)
+        /// Past its deadline, still waiting on the queue: what it does is handed back later.
+        case late
+        /// Not run: an earlier request is still unanswered.
+        case refused
     }
 
     /// A port a late request left in a state nobody recorded: registered, or renamed, or half
@@ -37,8 +55,9 @@ final class ServerRequests: @unchecked Sendable {
         let pointer: OpaquePointer
     }
 
-    init(deadline: Double) {
+    init(deadline: Double, patience: Double) {
         self.deadline = deadline
+        self.patience = max(patience, deadline)
     }
 
     /// The request that has waited past its deadline, and for how long (s); nil while the server
@@ -47,13 +66,20 @@ final class ServerRequests: @unchecked Sendable {
         state.withLock { state in state.waiting.map { ($0.what, Self.now() - $0.since) } }
     }
 
-    /// Runs `request` on the request queue and returns what it returned, or nil when the server
-    /// did not answer by the deadline, or has not answered an earlier request yet (then
-    /// `request` does not run). A request that answers late hands `late(result)`'s port, if any,
-    /// to `takeLatePorts`.
+    /// Requests that returned after their deadline so far: when it grows, the server answers
+    /// again, and what was refused meanwhile may be wanted again.
+    var lateAnswers: Int { state.withLock { $0.lateAnswers } }
+
+    /// Runs `request` on the request queue and returns what it returned; `.late` when the server
+    /// did not answer by the deadline (or, while `progress` moved, by `patience`), `.refused`
+    /// without running it when an earlier request is still unanswered. A request that answers
+    /// late hands `late(result)`'s port, if any, to `takeLatePorts`. `progress` is read on the
+    /// calling thread while it waits.
     func ask<Result>(_ what: String, _ request: @escaping () -> Result,
-                     late: @escaping (Result) -> OpaquePointer? = { _ in nil }) -> Result? {
-        guard unanswered == nil else { return nil }
+                     late: @escaping (Result) -> OpaquePointer? = { _ in nil },
+                     progress: (() -> UInt64)? = nil) -> Answer<Result> {
+        guard unanswered == nil else { return .refused }
+        let asked = Self.now()
         let outcome = Outcome<Result>()
         let work = UncheckedRequest { [state] in
             let result = request()
@@ -62,17 +88,39 @@ final class ServerRequests: @unchecked Sendable {
                 state.withLock { state in
                     if let pointer = late(result) { state.late.append(LatePort(pointer: pointer)) }
                     state.waiting = nil
+                    state.lateAnswers += 1
                 }
             }
         }
         queue.async { work.run() }
-        if outcome.wait(seconds: deadline) { return outcome.result }
-        state.withLock { $0.waiting = (what, Self.now()) }
+        if let result = wait(for: outcome, askedAt: asked, progress: progress) { return .answered(result) }
+        state.withLock { $0.waiting = (what, asked) }
         // It may have returned between the wait and now: then nothing waits.
-        if outcome.abandon() { return nil }
+        if outcome.abandon() { return .late }
         state.withLock { $0.waiting = nil }
-        return outcome.result
+        return outcome.result.map { .answered($0) } ?? .late
     }
+
+    /// Waits for the deadline, then on in slices while `progress` moves, up to `patience`.
+    private func wait<Result>(for outcome: Outcome<Result>, askedAt asked: Double, progress: (() -> UInt64)?) -> Result? {
+        if outcome.wait(seconds: deadline) { return outcome.result }
+        guard let progress else { return nil }
+        var seen = progress()
+        while Self.now() - asked < patience {
+            if outcome.wait(seconds: min(Self.slice, patience - (Self.now() - asked))) { return outcome.result }
+            let now = progress()
+            if now == seen { return nil }
+            seen = now
+        }
+        return nil
+    }
+
+    /// How often `progress` is looked at past the deadline: a server that ran no cycle in one
+    /// slice (longer than any JACK period) is not waited for longer.
+    static let slice = 0.5
+
+    /// Whether late requests left ports to take back.
+    var hasLatePorts: Bool { state.withLock { !$0.late.isEmpty } }
 
     /// The ports late requests left, for the owner to take back (its own thread).
     func takeLatePorts() -> [LatePort] {
