@@ -71,7 +71,8 @@ struct SparePortTests {
         }
         #expect(observer.connections(of: "hosttest:nav_in_1").isEmpty, "what a patchbay connected to the spare is not carried over")
         try client.connect("system:capture_1", to: "hosttest:nav_in_1")
-        #expect(observer.connections(of: "hosttest:nav_in_1") == ["system:capture_1"])
+        // Another client sees a connection when its server tells it (PipeWire: on that client's own loop).
+        try waitFor("the connection") { observer.connections(of: "hosttest:nav_in_1") == ["system:capture_1"] }
         // The handle of the port as it was (in_1) is not the port it is now: giving it up again
         // leaves nav_in_1 alone.
         client.unregister(input)
