@@ -1,12 +1,13 @@
 import CJack
 
 /// Calls that wait for the server's answer, with a deadline (`ServerRequests`): a server that is
-/// frozen or hung holds its caller for `answerSeconds` at most, once; until that request
-/// returns, every such call fails at once with `.serverNotAnswering`, and a port given up
-/// meanwhile waits (`deferredGiveUps`). What a late request did to a port (registered it, renamed
-/// it, half gave it up) is put right by the next call once the server answers again (`settle`):
-/// the port is taken back and given up, so it ends as a spare (JACK2) or unregistered, never
-/// holding a name an app may want.
+/// frozen or hung holds its caller for `answerSeconds` at most, once (`patientSeconds` while
+/// `serverProgress` moves: a slow server, not a hung one); until that request returns, every
+/// such call fails at once with `.serverNotAnswering`, and a port given up meanwhile waits
+/// (`deferredGiveUps`). What a late request did to a port (registered it, renamed it, half gave
+/// it up) is put right once the server answers again, by the next port registered or given up or
+/// by the owner's `settlePending` (`settle`): the port is taken back and given up, so it ends as
+/// a spare (JACK2) or unregistered, never holding a name an app may want.
 ///
 /// Calls that read only what JACK shares with its clients (port lists, connections, latencies,
 /// metadata) need no answer and are not bounded; neither is `close()`, which waits for the
@@ -18,7 +19,8 @@ extension JackClient {
 
     /// Runs `request` (which must use only what it captured: the client's and its ports' C
     /// handles, names) on the request queue; throws `.serverNotAnswering` when the server does
-    /// not answer within the deadline, or has not answered an earlier call yet. `late` names the
+    /// not answer within the deadline (or the patience, while `serverProgress` moves), or has not
+    /// answered an earlier call yet. `late` names the
     /// port a late answer leaves for `settle`, if any.
     func ask<Result>(_ what: String, _ request: @escaping () -> Result,
                      late: @escaping (Result) -> OpaquePointer? = { _ in nil }) throws(JackError) -> Result {
