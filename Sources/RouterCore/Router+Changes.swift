@@ -220,7 +220,11 @@ extension Router {
         var notes = reload.notes
         func apply(_ events: [PolicyEvent], _ label: String) {
             for event in events {
-                do throws(RouterError) { _ = try performOnQueue([Change(event)]) } catch { notes.append("\(label): \(error)") }
+                do throws(RouterError) {
+                    _ = try givingUpHungServer { () throws(RouterError) in try performOnQueue([Change(event)]) }
+                } catch {
+                    notes.append("\(label): \(error)")
+                }
             }
         }
         for step in reload.steps {
@@ -229,7 +233,9 @@ extension Router {
                 apply(events, label)
             case let .add(app, volume):
                 do throws(RouterError) {
-                    _ = try performOnQueue([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
+                    _ = try givingUpHungServer { () throws(RouterError) in
+                        try performOnQueue([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
+                    }
                 } catch {
                     notes.append("adding '\(app.name)': \(error)")
                     continue

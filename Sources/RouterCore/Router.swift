@@ -299,7 +299,7 @@ public final class Router: @unchecked Sendable {
             let delay = time - Date().timeIntervalSince1970
             guard let client = link.client, delay.isFinite, delay > 0, delay <= Router.schedulingHorizon else {
                 logger.notice("bundle timetag is \(delay > 0 ? "more than \(Int(Router.schedulingHorizon)) s ahead" : "in the past") (\(String(format: "%+.3f", delay)) s); applying it now")
-                completion(.success(try performOnQueue(changes)))
+                completion(.success(try givingUpHungServer { () throws(RouterError) in try performOnQueue(changes) }))
                 return
             }
             _ = try ChangeTransaction(changes, policy: policy, inventory: inventory,
@@ -330,7 +330,9 @@ public final class Router: @unchecked Sendable {
             throw .policy(PolicyError(.badArgument, "channel count: expected 1 to \(Session.maximumChannels), got \(channels)"))
         }
         return try onQueue { () throws(RouterError) in
-            try performOnQueue([Change(.register(configuration), channelCount: channels)], connect: connect)
+            try givingUpHungServer { () throws(RouterError) in
+                try performOnQueue([Change(.register(configuration), channelCount: channels)], connect: connect)
+            }
         }
     }
 

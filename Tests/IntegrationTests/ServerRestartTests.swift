@@ -248,6 +248,29 @@ struct ServerRestartTests {
         #expect(rig.daemon.isRunning)
     }
 
+    @Test("a session reload (SIGHUP) that adds an app while the server is frozen: the app is added, /state answers, and its ports come with the rejoin")
+    func reloadWhileFrozen() throws {
+        let rig = try RestartRig()
+        let original = try String(contentsOf: rig.sessionFile, encoding: .utf8)
+        let edited = original.replacingOccurrences(of: #""apps": ["#, with: #""apps": [{"name": "synth", "category": "ambient"},"#)
+        #expect(edited != original)
+        try edited.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
+        rig.server.suspend()
+        defer { rig.server.resume() }
+        kill(rig.daemon.processIdentifier, SIGHUP)
+        try waitFor("the reload", timeout: 8) { rig.log.contains("reloaded the session file") }
+        let settings = try #require(try rig.state()["settings"] as? [String: Any])
+        let apps = (settings["apps"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(apps.contains("synth"), "\(apps)\n\(rig.log)")
+        rig.server.resume()
+        try waitFor("the router to rejoin the server", timeout: 10) {
+            ((try? rig.state())?["engine"] as? [String: Any])?["jack"] as? String == "connected"
+        }
+        try waitFor("the app added while the server was frozen to have its ports", timeout: 5) {
+            rig.recorder.client.portExists("duckrouter:synth_in_1") && rig.recorder.client.portExists("duckrouter:synth_in_2")
+        }
+    }
+
     @Test("stopped while the frozen server it gave up still holds the client's close: the daemon saves, exits 0 within a few seconds, and does not crash")
     func stopUnderFrozenServer() throws {
         let rig = try RestartRig()
