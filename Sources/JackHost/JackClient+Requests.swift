@@ -1,13 +1,13 @@
 import CJack
 
 /// Calls that wait for the server's answer, with a deadline (`ServerRequests`): a server that is
-/// frozen or hung holds its caller for `answerSeconds` at most, once (`patientSeconds` while
-/// `serverProgress` moves: a slow server, not a hung one); until that request returns, every
-/// such call fails at once with `.serverNotAnswering`, and a port given up meanwhile waits
-/// (`deferredGiveUps`). What a late request did to a port (registered it, renamed it, half gave
-/// it up) is put right once the server answers again, by the next port registered or given up or
-/// by the owner's `settlePending` (`settle`): the port is taken back and given up, so it ends as
-/// a spare (JACK2) or unregistered, never holding a name an app may want.
+/// frozen or hung holds its caller for `answerSeconds` at most, once (a stretch of slow answers
+/// shares `patientSeconds` while `serverProgress` moves: a slow server, not a hung one); until
+/// that request returns, every such call fails at once with `.serverNotAnswering`, and a port
+/// given up meanwhile waits (`deferredGiveUps`). What a late request did to a port (registered
+/// it, renamed it, half gave it up) is put right once the server answers again, by the next port
+/// registered or given up or by the owner's `settlePending` (`settle`): the port is taken back and
+/// given up, so it ends as a spare (JACK2) or unregistered, never holding a name an app may want.
 ///
 /// Calls that read only what JACK shares with its clients (port lists, connections, latencies,
 /// metadata) need no answer and are not bounded; neither is `close()`, which waits for the

@@ -32,7 +32,7 @@ public enum JackError: Error, Equatable, CustomStringConvertible {
         case let .callbackRegistrationFailed(what, code):
             "could not set the JACK \(what) callback (JACK error \(code))"
         case let .serverNotAnswering(request, seconds):
-            "the JACK server has not answered for \(Double(Int((seconds * 10).rounded())) / 10) s (to \(request)): it is frozen or hung"
+            "the JACK server has not answered for \(Double(Int((seconds * 10).rounded())) / 10) s (to \(request)): it is frozen, hung or overloaded"
         }
     }
 }

@@ -150,6 +150,7 @@ final class JackLink: @unchecked Sendable {
         let kept = keepAlive.map { Handover(Unmanaged.passRetained($0)) }
         let handover = Handover((client: client, closed: closed))
         let queue = self.queue
+        closing += 1
         closer.async {
             handover.value.client.close()
             // Waited for and seen closed: the waiter goes on. Otherwise the rest on the control queue.
@@ -164,10 +165,10 @@ final class JackLink: @unchecked Sendable {
             }
         }
         if waiter.wait(seconds: waitSeconds) {
+            closing -= 1
             closed?()
             return true
         }
-        self.closing += 1
         return false
     }
 

@@ -59,7 +59,10 @@ extension Router {
             // plans: jack_activate can fail after JACK started that thread. A client the server
             // does not answer closes later: its plans go then, and the link joins again only
             // after that (JackLink.scheduleReconnect waits for the close).
-            link.drop(keepingAlive: engine) { [weak self] in self?.detach() }
+            link.drop(keepingAlive: engine) { [weak self] in
+                guard let self, !stopped else { return }
+                detach()
+            }
             throw RouterError(error)
         }
         watchdog.arm(cycles: engine.statistics.cycles, now: Engine.monotonicNow)

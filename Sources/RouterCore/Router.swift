@@ -240,8 +240,8 @@ public final class Router: @unchecked Sendable {
         levelWakeSource = nil
         loudnessDuckTimer?.cancel()
         loudnessDuckTimer = nil
-        link.client?.deactivate()
-        // What its process callback points into stays until the close returns. A close takes
+        // The close deactivates first. What its process callback points into stays until the
+        // close returns. A close takes
         // well under a second (hundreds of ports unregistered one by one); a frozen server's may
         // not return within the wait, and the daemon then exits without it.
         link.drop(keepingAlive: engine, waitSeconds: 5)

@@ -40,7 +40,7 @@ struct RequestDeadlineTests {
         guard case .answered = requests.ask("again", { 0 }) else { Issue.record("not answered after"); return }
     }
 
-    @Test("past the deadline, a request is waited for while the caller's count moves, up to the patience; a count that stands still ends the wait")
+    @Test("past the deadline, a request is waited for while the caller's count moves, up to the patience, which a stretch of slow requests shares; a count that stands still ends the wait")
     func patience() {
         let requests = ServerRequests(deadline: 0.05, patience: 5)
         let counter = Counter()
@@ -50,6 +50,23 @@ struct RequestDeadlineTests {
             return 1
         }, progress: { counter.next() })
         guard case .answered(1) = moving else { Issue.record("\(moving)"); return }
+
+        // A stretch of slow answers shares one patience: a second slow request asked right after
+        // gets what is left of it, not a patience of its own.
+        let shared = ServerRequests(deadline: 0.05, patience: 1.2)
+        guard case .answered = shared.ask("slow 1", { Thread.sleep(forTimeInterval: 0.8) }, progress: { counter.next() }) else {
+            Issue.record("the first slow request was not waited for")
+            return
+        }
+        let second = DispatchSemaphore(value: 0)
+        let askedSecond = Date()
+        guard case .late = shared.ask("slow 2", { second.wait() }, progress: { counter.next() }) else {
+            Issue.record("the second slow request had a patience of its own")
+            return
+        }
+        #expect(Date().timeIntervalSince(askedSecond) < 1.0, "only what was left of the stretch's 1.2 s")
+        second.signal()
+        shared.drain()
 
         // The count stands still: given up one slice after the deadline.
         let gate = DispatchSemaphore(value: 0)

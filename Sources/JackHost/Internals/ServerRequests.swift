@@ -37,6 +37,11 @@ final class ServerRequests: @unchecked Sendable {
         var late: [LatePort] = []
         /// Requests that returned after their deadline, counted.
         var lateAnswers = 0
+        /// When the stretch of slow answers under way began: its requests share one patience,
+        /// so a run of slow ones holds the caller `patience` in all, not each.
+        var slowSince: Double?
+        /// When the last request was answered.
+        var lastAnswer = 0.0
     }
 
     /// What became of a request.
@@ -80,6 +85,10 @@ final class ServerRequests: @unchecked Sendable {
                      progress: (() -> UInt64)? = nil) -> Answer<Result> {
         guard unanswered == nil else { return .refused }
         let asked = Self.now()
+        // A stretch of slow answers ends when a while goes by with no request.
+        state.withLock { state in
+            if state.slowSince != nil, asked - state.lastAnswer > patience { state.slowSince = nil }
+        }
         let outcome = Outcome<Result>()
         let work = UncheckedRequest { [state] in
             let result = request()
@@ -89,6 +98,7 @@ final class ServerRequests: @unchecked Sendable {
                     if let pointer = late(result) { state.late.append(LatePort(pointer: pointer)) }
                     state.waiting = nil
                     state.lateAnswers += 1
+                    state.slowSince = nil
                 }
             }
         }
@@ -101,13 +111,27 @@ final class ServerRequests: @unchecked Sendable {
         return outcome.result.map { .answered($0) } ?? .late
     }
 
-    /// Waits for the deadline, then on in slices while `progress` moves, up to `patience`.
+    /// Waits for the deadline, then on in slices while `progress` moves, up to `patience` from
+    /// the start of the stretch of slow answers this one belongs to.
     private func wait<Result>(for outcome: Outcome<Result>, askedAt asked: Double, progress: (() -> UInt64)?) -> Result? {
-        if outcome.wait(seconds: deadline) { return outcome.result }
+        if outcome.wait(seconds: deadline) {
+            state.withLock { state in
+                state.slowSince = nil
+                state.lastAnswer = Self.now()
+            }
+            return outcome.result
+        }
         guard let progress else { return nil }
+        let limit = state.withLock { state in
+            if state.slowSince == nil { state.slowSince = asked }
+            return state.slowSince! + patience
+        }
         var seen = progress()
-        while Self.now() - asked < patience {
-            if outcome.wait(seconds: min(Self.slice, patience - (Self.now() - asked))) { return outcome.result }
+        while Self.now() < limit {
+            if outcome.wait(seconds: min(Self.slice, limit - Self.now())) {
+                state.withLock { $0.lastAnswer = Self.now() }
+                return outcome.result
+            }
             let now = progress()
             if now == seen { return nil }
             seen = now
