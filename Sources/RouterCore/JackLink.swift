@@ -95,18 +95,40 @@ final class JackLink: @unchecked Sendable {
         self.client = nil
         disconnectedSince = Date()
         if !backOff { attempts = 0 }
-        let kept = Handover(Unmanaged.passRetained(keepAlive))
+        _ = close(client, keepingAlive: keepAlive, waitSeconds: nil, closed: closed)
+    }
+
+    /// Closes `client` on the `closer` queue, holding `keepAlive` until it has closed. With
+    /// `waitSeconds`, waits that long for the close; returns whether it closed by then, having run
+    /// `closed`. Otherwise (or when it did not close in time) `closed` runs later on the control
+    /// queue, once the close returns, and no client is opened meanwhile (`closing`).
+    private func close(_ client: JackClient, keepingAlive keepAlive: AnyObject?, waitSeconds: Double?,
+                       closed: (() -> Void)?) -> Bool {
+        let waiter = AbandonableResult<Void>()
+        // Nobody waits: the closer does the rest whenever it is done.
+        if waitSeconds == nil { _ = waiter.abandon() }
+        let kept = keepAlive.map { Handover(Unmanaged.passRetained($0)) }
         let handover = Handover((client: client, closed: closed))
         let queue = self.queue
         closing += 1
         closer.async {
             handover.value.client.close()
+            // Waited for and seen closed: the waiter goes on. Otherwise the rest on the control queue.
+            guard waiter.finish(()) else {
+                kept?.value.release()
+                return
+            }
             queue.async { [weak self] in
                 self?.closeReturned()
-                handover.value.closed()
-                kept.value.release()
+                handover.value.closed?()
+                kept?.value.release()
             }
         }
+        // Closed in time, or just after the wait (then nobody is told it was abandoned).
+        guard let waitSeconds, waiter.wait(seconds: waitSeconds) || !waiter.abandon() else { return false }
+        closing -= 1
+        closed?()
+        return true
     }
 
     /// A close given to the `closer` queue has returned (control queue): a reconnect asked for
@@ -146,30 +168,7 @@ final class JackLink: @unchecked Sendable {
             return true
         }
         self.client = nil
-        let waiter = Closing()
-        let kept = keepAlive.map { Handover(Unmanaged.passRetained($0)) }
-        let handover = Handover((client: client, closed: closed))
-        let queue = self.queue
-        closing += 1
-        closer.async {
-            handover.value.client.close()
-            // Waited for and seen closed: the waiter goes on. Otherwise the rest on the control queue.
-            guard waiter.finish() else {
-                kept?.value.release()
-                return
-            }
-            queue.async { [weak self] in
-                self?.closeReturned()
-                handover.value.closed?()
-                kept?.value.release()
-            }
-        }
-        if waiter.wait(seconds: waitSeconds) {
-            closing -= 1
-            closed?()
-            return true
-        }
-        return false
+        return close(client, keepingAlive: keepAlive, waitSeconds: waitSeconds, closed: closed)
     }
 
     /// Tries to open a client again after the next backoff delay (doubling from the first to the
@@ -229,32 +228,3 @@ final class Handover<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
-/// A close handed to the `closer` queue and waited for a while: either the waiter sees it end, or
-/// the closer learns that nobody waits any more.
-private final class Closing: @unchecked Sendable {
-    // @unchecked: `state` is read and written only under `lock`; the semaphore is thread-safe.
-    private let lock = NSLock()
-    private var state: (done: Bool, abandoned: Bool) = (false, false)
-    private let signal = DispatchSemaphore(value: 0)
-
-    /// The close returned; true when nobody waits for it any more.
-    func finish() -> Bool {
-        let abandoned = lock.withLock {
-            state.done = true
-            return state.abandoned
-        }
-        if !abandoned { signal.signal() }
-        return abandoned
-    }
-
-    /// Waits up to `seconds`; true when the close returned meanwhile (false: the closer finishes
-    /// alone).
-    func wait(seconds: Double) -> Bool {
-        if signal.wait(timeout: .now() + seconds) == .success { return true }
-        return lock.withLock {
-            if state.done { return true }
-            state.abandoned = true
-            return false
-        }
-    }
-}

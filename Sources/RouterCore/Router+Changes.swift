@@ -95,6 +95,12 @@ extension Router {
         return transaction.effects
     }
 
+    /// `performOnQueue`, giving a hung server up and trying once more without it
+    /// (`givingUpHungServer`): for changes from outside (OSC, the API, a session reload).
+    func performGivingUpHungServer(_ changes: [Change], connect: [PortPattern] = []) throws(RouterError) -> [PolicyEffect] {
+        try givingUpHungServer { () throws(RouterError) in try performOnQueue(changes, connect: connect) }
+    }
+
     /// What an effect changes in the control state (before the plan is published).
     private func apply(_ effect: PolicyEffect) {
         switch effect {
@@ -220,11 +226,7 @@ extension Router {
         var notes = reload.notes
         func apply(_ events: [PolicyEvent], _ label: String) {
             for event in events {
-                do throws(RouterError) {
-                    _ = try givingUpHungServer { () throws(RouterError) in try performOnQueue([Change(event)]) }
-                } catch {
-                    notes.append("\(label): \(error)")
-                }
+                do throws(RouterError) { _ = try performGivingUpHungServer([Change(event)]) } catch { notes.append("\(label): \(error)") }
             }
         }
         for step in reload.steps {
@@ -233,9 +235,7 @@ extension Router {
                 apply(events, label)
             case let .add(app, volume):
                 do throws(RouterError) {
-                    _ = try givingUpHungServer { () throws(RouterError) in
-                        try performOnQueue([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
-                    }
+                    _ = try performGivingUpHungServer([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
                 } catch {
                     notes.append("adding '\(app.name)': \(error)")
                     continue

@@ -97,10 +97,7 @@ extension Router {
         guard late != lateAnswersSeen, client.unansweredRequest == nil else { return }
         lateAnswersSeen = late
         logger.notice("the JACK server answers again after a request waited past its deadline; making the router's connections again")
-        patchbay.connectRoutes(inventory.routes, on: client)
-        patchbay.connectInputs(inventory.input, on: client)
-        for app in inventory.apps { patchbay.connectSources(of: app, on: client) }
-        updateLatencies(recompute: true)
+        makeConnections(on: client)
     }
 
     /// How long without a cycle before the ticks go fast: `stallReportThreshold`, or earlier when

@@ -67,10 +67,7 @@ extension Router {
         }
         watchdog.arm(cycles: engine.statistics.cycles, now: Engine.monotonicNow)
         reportNetManager(link.startNetManager())
-        patchbay.connectRoutes(inventory.routes, on: opened)
-        patchbay.connectInputs(inventory.input, on: opened)
-        for app in inventory.apps { patchbay.connectSources(of: app, on: opened) }
-        updateLatencies(recompute: true)
+        makeConnections(on: opened)
         refreshRouteLatencies()
         // The level timer stops while no server runs the client.
         wakeLevelWatching()
@@ -119,6 +116,16 @@ extension Router {
         let reason = String(format: "no process cycle for %.1f s", quiet)
         giveUpServer(reason, "the JACK server stopped running the router's cycles (\(reason)): giving this client up",
                      backOff: !watchdog.sawCycle)
+    }
+
+    /// Every route, input and source connection the router makes (each a request to the server;
+    /// one that exists already is left as it is), and the latencies it reports: on a new client,
+    /// and again once a server that did not answer in time answers.
+    func makeConnections(on client: JackClient) {
+        patchbay.connectRoutes(inventory.routes, on: client)
+        patchbay.connectInputs(inventory.input, on: client)
+        for app in inventory.apps { patchbay.connectSources(of: app, on: client) }
+        updateLatencies(recompute: true)
     }
 
     /// Runs `body` (a change, on the control queue); when it fails because the server did not

@@ -241,9 +241,9 @@ public final class Router: @unchecked Sendable {
         loudnessDuckTimer?.cancel()
         loudnessDuckTimer = nil
         // The close deactivates first. What its process callback points into stays until the
-        // close returns. A close takes
-        // well under a second (hundreds of ports unregistered one by one); a frozen server's may
-        // not return within the wait, and the daemon then exits without it.
+        // close returns. A close takes well under a second (hundreds of ports unregistered one by
+        // one); a frozen server's may not return within the wait, and the daemon then exits
+        // without it.
         link.drop(keepingAlive: engine, waitSeconds: 5)
         loudness.stop()
     }
@@ -285,7 +285,7 @@ public final class Router: @unchecked Sendable {
     /// is refused, throws `.batch` naming it, and nothing changes.
     @discardableResult
     public func perform(_ changes: [Change]) throws(RouterError) -> [PolicyEffect] {
-        try onQueue { () throws(RouterError) in try givingUpHungServer { () throws(RouterError) in try performOnQueue(changes) } }
+        try onQueue { () throws(RouterError) in try performGivingUpHungServer(changes) }
     }
 
     /// Applies changes together at a moment on the wall clock (an OSC timetag, Unix seconds): the
@@ -299,7 +299,7 @@ public final class Router: @unchecked Sendable {
             let delay = time - Date().timeIntervalSince1970
             guard let client = link.client, delay.isFinite, delay > 0, delay <= Router.schedulingHorizon else {
                 logger.notice("bundle timetag is \(delay > 0 ? "more than \(Int(Router.schedulingHorizon)) s ahead" : "in the past") (\(String(format: "%+.3f", delay)) s); applying it now")
-                completion(.success(try givingUpHungServer { () throws(RouterError) in try performOnQueue(changes) }))
+                completion(.success(try performGivingUpHungServer(changes)))
                 return
             }
             _ = try ChangeTransaction(changes, policy: policy, inventory: inventory,
@@ -330,9 +330,7 @@ public final class Router: @unchecked Sendable {
             throw .policy(PolicyError(.badArgument, "channel count: expected 1 to \(Session.maximumChannels), got \(channels)"))
         }
         return try onQueue { () throws(RouterError) in
-            try givingUpHungServer { () throws(RouterError) in
-                try performOnQueue([Change(.register(configuration), channelCount: channels)], connect: connect)
-            }
+            try performGivingUpHungServer([Change(.register(configuration), channelCount: channels)], connect: connect)
         }
     }
 

@@ -9,11 +9,11 @@ import Glibc
 /// watchdog that gives a frozen server up, and everything else wait behind it.
 ///
 /// A server that is slow but alive (it runs cycles: the caller's `progress`, a cycle counter,
-/// moves) is waited for longer, up to `patience`: JACK2's server waits up to 2 s for each notification to a client that
-/// does not read them, and serves every client's requests on one thread, so one hung client can
-/// make every request slow without the server being frozen. A request that misses its deadline
-/// goes on waiting on the queue; until it returns, the server counts as not answering and every
-/// later request is refused at once, without being queued.
+/// moves) is waited for longer, up to `patience`: JACK2's server waits up to 2 s for each
+/// notification to a client that does not read them, and serves every client's requests on one
+/// thread, so one hung client can make every request slow without the server being frozen. A
+/// request that misses its deadline goes on waiting on the queue; until it returns, the server
+/// counts as not answering and every later request is refused at once, without being queued.
 /// When it returns, what it did is handed back (`late`) for the owner to put right on its own
 /// thread. Only one request is ever outstanding, so the requests keep their order and no request
 /// or close of the client overtakes one still waiting (`drain`).
@@ -89,7 +89,7 @@ final class ServerRequests: @unchecked Sendable {
         state.withLock { state in
             if state.slowSince != nil, asked - state.lastAnswer > patience { state.slowSince = nil }
         }
-        let outcome = Outcome<Result>()
+        let outcome = AbandonableResult<Result>()
         let work = UncheckedRequest { [state] in
             let result = request()
             // The caller gave up on it: what it did goes to the owner, and the server answers again.
@@ -113,7 +113,7 @@ final class ServerRequests: @unchecked Sendable {
 
     /// Waits for the deadline, then on in slices while `progress` moves, up to `patience` from
     /// the start of the stretch of slow answers this one belongs to.
-    private func wait<Result>(for outcome: Outcome<Result>, askedAt asked: Double, progress: (() -> UInt64)?) -> Result? {
+    private func wait<Result>(for outcome: AbandonableResult<Result>, askedAt asked: Double, progress: (() -> UInt64)?) -> Result? {
         if outcome.wait(seconds: deadline) {
             state.withLock { state in
                 state.slowSince = nil
@@ -165,42 +165,6 @@ final class ServerRequests: @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
-}
-
-/// A request's result, handed from the request queue to the caller, or to nobody once the
-/// caller has stopped waiting.
-private final class Outcome<Result>: @unchecked Sendable {
-    // @unchecked: `value`, `done` and `abandoned` are read and written only under `lock`; the
-    // semaphore is thread-safe.
-    private let lock = Locked((value: Result?.none, done: false, abandoned: false))
-    private let signal = DispatchSemaphore(value: 0)
-
-    /// Called once the request returned; true when the caller no longer waits for it.
-    func finish(_ result: Result) -> Bool {
-        let abandoned = lock.withLock { state in
-            state.value = result
-            state.done = true
-            return state.abandoned
-        }
-        if !abandoned { signal.signal() }
-        return abandoned
-    }
-
-    /// Waits up to `seconds` for the result; true when it came.
-    func wait(seconds: Double) -> Bool {
-        signal.wait(timeout: .now() + seconds) == .success
-    }
-
-    /// The caller stops waiting; false when the result came after all (then it is `result`).
-    func abandon() -> Bool {
-        lock.withLock { state in
-            if state.done { return false }
-            state.abandoned = true
-            return true
-        }
-    }
-
-    var result: Result? { lock.withLock { $0.value } }
 }
 
 /// A request closure carried to the request queue (it holds jack_client_t and jack_port_t
