@@ -121,8 +121,8 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
             guard takenAtOnce else {
                 // The socket has not taken the whole batch: it has `stallTime` to.
                 if stallTimer == nil, self.context != nil {
-                    let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-                    stallTimer = context.eventLoop.scheduleTask(in: stallTime) { bound.value.stalled() }
+                    let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                    stallTimer = context.eventLoop.scheduleTask(in: stallTime) { bound.value.0.stalled(bound.value.1) }
                 }
                 return
             }
@@ -133,9 +133,10 @@ final class FrameOutlet: ChannelOutboundHandler, RemovableChannelHandler {
     }
 
     /// The batch waiting for the socket was not taken in time: the peer has stopped reading.
-    private func stalled() {
+    /// `context` is the outlet's when the clock started; removing the outlet stops the clock
+    /// (`handlerRemoved`), so a removed outlet is never judged.
+    private func stalled(_ context: ChannelHandlerContext) {
         stallTimer = nil
-        guard let context else { return }
         onStall()
         context.close(promise: nil)
     }

@@ -205,16 +205,19 @@ struct FrameOutletTests {
         #expect(closed.stalls.load(ordering: .relaxed) == 1, "closed")
     }
 
-    @Test("an outlet removed while its batch waits for the socket stops its clock")
+    @Test("an outlet removed while its batch waits for the socket stops its clock: the stall time passes and nothing is closed")
     func removedWhileWaiting() throws {
         let (loop, channel, queue, _, stalls) = try heldOutletChannel()
         defer { _ = try? channel.finish() }
+        let closed = StallCount()
+        channel.closeFuture.whenComplete { _ in closed.stalls.add(1, ordering: .relaxed) }
         queue.push(.text("a"))
         loop.run()
         let outlet = try channel.pipeline.syncOperations.handler(type: FrameOutlet.self)
         try channel.pipeline.syncOperations.removeHandler(outlet).wait()
         loop.advanceTime(by: .seconds(11))
-        #expect(stalls.stalls.load(ordering: .relaxed) == 0)
+        #expect(stalls.stalls.load(ordering: .relaxed) == 0, "no stall is reported for a removed outlet")
+        #expect(closed.stalls.load(ordering: .relaxed) == 0, "a removed outlet closes nothing")
     }
 
     @Test("more than a batch waiting is written in batches in one turn")
@@ -227,6 +230,30 @@ struct FrameOutletTests {
         channel.embeddedEventLoop.run()
         let frames = try written(channel)
         #expect(frames == [frame(0x2, big), frame(0x2, big), frame(0x2, big), frame(0x1, Array("end".utf8))])
+        #expect(queue.queuedBytes == 0)
+    }
+
+    @Test("a socket that has not taken a batch gets no more than one: at most batchBytes (or one frame) wait in NIO's buffer at a time")
+    func oneBatchAtATime() throws {
+        let (loop, channel, queue, held, _) = try heldOutletChannel()
+        defer {
+            held.takeAll()
+            _ = try? channel.finish()
+        }
+        let big = [UInt8](repeating: 7, count: FrameOutlet.batchBytes / 2 + 1)
+        let small = [UInt8](repeating: 1, count: FrameOutlet.batchBytes / 4)
+        for _ in 0..<2 { queue.push(.binary(big)) }
+        for _ in 0..<4 { queue.push(.binary(small)) }
+        queue.push(.text("end"))
+        loop.run()
+        // One batch at a time, each as much as fits in batchBytes: the next waits for the socket.
+        let batches = [[big.count], [big.count, small.count], [small.count, small.count, small.count, 3]]
+        for (index, batch) in batches.enumerated() {
+            #expect(held.payloadSizes == Array(batches[...index]), "batch \(index + 1) written, no more: \(held.payloadSizes)")
+            #expect(batch.reduce(0, +) <= FrameOutlet.batchBytes)
+            held.takeAll()
+        }
+        #expect(held.payloadSizes == batches, "nothing after the last batch")
         #expect(queue.queuedBytes == 0)
     }
 
@@ -250,17 +277,37 @@ final class StallCount: Sendable {
 }
 
 /// A socket that takes nothing until told: writes wait (their promises held) until `takeAll`.
+/// Records the payload sizes of the frames of each batch written to it (a batch ends where the
+/// writer asked to hear of its last write, the one promise of the batch).
 final class HeldWrites: ChannelOutboundHandler {
     typealias OutboundIn = ByteBuffer
     private var waiting: [EventLoopPromise<Void>] = []
+    private var batch: [Int] = []
+    private(set) var payloadSizes: [[Int]] = []
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if let promise { waiting.append(promise) }
+        batch.append(Self.payloadSize(unwrapOutboundIn(data)))
+        if let promise {
+            waiting.append(promise)
+            payloadSizes.append(batch)
+            batch = []
+        }
     }
 
     func takeAll() {
         let taken = waiting
         waiting = []
         for promise in taken { promise.succeed() }
+    }
+
+    /// The payload length of one whole unmasked frame in `buffer` (its header read).
+    private static func payloadSize(_ buffer: ByteBuffer) -> Int {
+        let bytes = Array(buffer.readableBytesView)
+        guard bytes.count >= 2 else { return -1 }
+        switch bytes[1] & 0x7F {
+        case 126: return Int(bytes[2]) << 8 | Int(bytes[3])
+        case 127: return bytes[2..<10].reduce(0) { $0 << 8 | Int($1) }
+        case let length: return Int(length)
+        }
     }
 }
