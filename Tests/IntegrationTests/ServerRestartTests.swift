@@ -63,6 +63,9 @@ struct ServerRestartTests {
             }
         }
 
+        /// Where the daemon keeps its state (beside the session file, as it is started here).
+        var stateFile: URL { sessionFile.deletingPathExtension().appendingPathExtension("state.json") }
+
         deinit {
             if daemon.isRunning { daemon.terminate() }
             finish(daemon)
@@ -70,7 +73,7 @@ struct ServerRestartTests {
             recorder.close()
             server.stop()
             try? FileManager.default.removeItem(at: sessionFile)
-            try? FileManager.default.removeItem(at: sessionFile.deletingPathExtension().appendingPathExtension("state.json"))
+            try? FileManager.default.removeItem(at: stateFile)
             try? FileManager.default.removeItem(at: logFile)
         }
 
@@ -280,6 +283,9 @@ struct ServerRestartTests {
         try waitFor("the router to give the frozen server up", timeout: 6) {
             ((try? rig.state())?["engine"] as? [String: Any])?["jack"] as? String == "disconnected"
         }
+        // A change made just before the stop, inside the 200 ms in which saves are gathered:
+        // only the save at stop can write it.
+        #expect(try rig.ask("/app/music/volume", [.float(0.3)])?.path == "/reply")
         let asked = Date()
         kill(rig.daemon.processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(8)
@@ -289,5 +295,9 @@ struct ServerRestartTests {
         print(String(format: "stopUnderFrozenServer: exited %.2f s after SIGTERM, status %d", Date().timeIntervalSince(asked), rig.daemon.terminationStatus))
         #expect(rig.daemon.terminationReason == .exit && rig.daemon.terminationStatus == 0, "\(rig.log)")
         #expect(rig.log.contains("stopping"), "\(rig.log)")
+        let saved = try Data(contentsOf: rig.stateFile)
+        let volumes = try #require((try JSONSerialization.jsonObject(with: saved) as? [String: Any])?["appVolumes"] as? [String: Any],
+                                   "\(String(decoding: saved, as: UTF8.self))")
+        #expect(volumes["music"] as? Double == 0.3, "the volume set just before the stop is in the state file: \(volumes)")
     }
 }
