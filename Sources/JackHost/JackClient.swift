@@ -31,6 +31,8 @@ public final class JackClient {
     private var context: Unmanaged<CallbackContext>?
     /// Where the info-shutdown callback leaves its flag and reason; freed in `deinit`.
     private let shutdownNotice: UnsafeMutablePointer<ShutdownNotice>
+    /// Where the xrun and buffer-size callbacks leave what they report; freed in `deinit`.
+    private let cycleNotes: UnsafeMutablePointer<CycleNotes>
     /// Watches the pipe the shutdown callback writes to, and sends `.serverShutDown` to `events`
     /// (only with `events`). Cancelled in `close()` once JACK can no longer call the callback;
     /// its cancel handler closes both ends of the pipe.
@@ -81,6 +83,7 @@ public final class JackClient {
         client = opened
         let wake = events == nil ? nil : Self.makeWakePipe()
         shutdownNotice = ShutdownNotice.make(wakeDescriptor: wake?.write ?? -1)
+        cycleNotes = CycleNotes.make()
         self.name = String(cString: jack_get_client_name(opened))
         jack_on_info_shutdown(opened, infoShutdownCallback, UnsafeMutableRawPointer(shutdownNotice))
         // PipeWire's libjack up to 0.3.70 (Debian 12 has 0.3.65) calls only the plain callback;
@@ -96,9 +99,9 @@ public final class JackClient {
                 try check("port registration", jack_set_port_registration_callback(opened, portRegistrationCallback, arg))
                 try check("port connect", jack_set_port_connect_callback(opened, portConnectCallback, arg))
                 try check("port rename", jack_set_port_rename_callback(opened, portRenameCallback, arg))
-                try check("buffer size", jack_set_buffer_size_callback(opened, bufferSizeCallback, arg))
+                try check("buffer size", jack_set_buffer_size_callback(opened, bufferSizeCallback, UnsafeMutableRawPointer(cycleNotes)))
                 try check("sample rate", jack_set_sample_rate_callback(opened, sampleRateCallback, arg))
-                try check("xrun", jack_set_xrun_callback(opened, xrunCallback, arg))
+                try check("xrun", jack_set_xrun_callback(opened, xrunCallback, UnsafeMutableRawPointer(cycleNotes)))
                 if reportsLatency { try check("latency", jack_set_latency_callback(opened, latencyCallback, arg)) }
             } catch {
                 close()
@@ -109,8 +112,22 @@ public final class JackClient {
 
     deinit {
         close()
-        // jack_client_close has returned: the info-shutdown callback can no longer run.
+        // jack_client_close has returned: the info-shutdown, xrun and buffer-size callbacks can
+        // no longer run.
         ShutdownNotice.destroy(shutdownNotice)
+        CycleNotes.destroy(cycleNotes)
+    }
+
+    /// The xruns JACK reported since the last call (with `events`; JACK may report them on the
+    /// process thread, so they are counted there and taken here).
+    public func takeXruns() -> Int {
+        Int(truncatingIfNeeded: cycleNotes.pointee.takeXruns())
+    }
+
+    /// The period JACK reported since the last call, if it did (with `events`; JACK2 reports
+    /// it on the process thread as it starts, so it is stored there and taken here).
+    public func takeBufferSize() -> Int? {
+        cycleNotes.pointee.takeBufferSize().map(Int.init)
     }
 
     /// The queue that reads the shutdown pipe and calls `events` from it (as JACK's notification

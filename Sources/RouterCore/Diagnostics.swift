@@ -12,7 +12,7 @@ struct Diagnostics {
     private var lastPlanQueueFullLog = Date.distantPast
     private var lastPublishFailureLog = Date.distantPast
 
-    mutating func countXrun() { xruns += 1 }
+    mutating func countXruns(_ count: Int) { xruns += count }
 
     /// New xruns since the last notice, at most once a second however many come; nil otherwise.
     mutating func xrunsToNotify() -> (total: Int, new: Int)? {

@@ -10,8 +10,9 @@ import JackHost
 ///
 /// It runs every `housekeepingInterval` (10 ms) while it has work in the next few ticks, and every
 /// `idleHousekeepingInterval` (1 s) otherwise, so that an idle router wakes once a second rather
-/// than a hundred times. An idle tick only sends the xrun notices the one-a-second limit held back
-/// (the first goes out at once) and runs the `CycleWatchdog` (which counts from the last cycle,
+/// than a hundred times. An idle tick only takes the xruns and the period JACK reported (its
+/// callbacks may run on the process thread, so they only count; `status()` takes them too), sends
+/// the xrun notice (at most one a second) and runs the `CycleWatchdog` (which counts from the last cycle,
 /// and keeps the ticks fast once cycles stop); a server that shuts the client down is seen at
 /// once (`JackEvent.serverShutDown`), readers of statistics and meters collect them themselves,
 /// and the engine's meter, timing and gap rings hold more than an idle second. Anything that gives
@@ -64,6 +65,7 @@ extension Router {
         guard !stopped else { return }
         defer { paceHousekeeping(fromTick: true) }
         collectFromEngine()
+        if let client = link.client { takeCycleNotes(client) }
         notifyXruns()
         // JACK's shutdown callback only raises a flag (it may run on the process thread).
         if let reason = link.client?.shutdownReason { serverLost(reason) }
@@ -106,6 +108,18 @@ extension Router {
     var stallSuspicionThreshold: Double {
         let limit = max(watchdog.timeout, 4 * periodSeconds)
         return max(min(stallReportThreshold, limit - idleHousekeepingInterval.seconds - 0.05), 0.1)
+    }
+
+    /// The xruns and the period JACK reported since the last tick: its callbacks may run on the
+    /// process thread, so they only count and store (JackHost's `CycleNotes`), and are read here.
+    func takeCycleNotes(_ client: JackClient) {
+        diagnostics.countXruns(client.takeXruns())
+        if let frames = client.takeBufferSize(), frames != bufferSize {
+            logger.info("JACK period changed", metadata: ["from": "\(bufferSize)", "to": "\(frames)"])
+            bufferSize = frames
+            engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
+            republish()
+        }
     }
 
     /// New xruns to subscribers and the log, at most once a second (`Diagnostics`).

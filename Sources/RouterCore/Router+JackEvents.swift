@@ -238,12 +238,6 @@ extension Router {
                 patchbay.portUnregistered(name)
             }
             updateRoutePresence()
-        case let .bufferSizeChanged(frames):
-            guard frames != bufferSize else { return }
-            logger.info("JACK period changed", metadata: ["from": "\(bufferSize)", "to": "\(frames)"])
-            bufferSize = frames
-            engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
-            republish()
         case let .sampleRateChanged(rate):
             guard rate != sampleRate else { return }
             logger.info("JACK sample rate changed", metadata: ["from": "\(sampleRate)", "to": "\(rate)"])
@@ -252,10 +246,6 @@ extension Router {
             // Look-ahead and far ends are in milliseconds: other frame counts now.
             updateLatencies(recompute: true)
             refreshRouteLatencies()
-        case .xrun:
-            diagnostics.countXrun()
-            // At once when the one-a-second limit allows; housekeeping sends what it held back.
-            notifyXruns()
         case let .portsConnected(source, destination):
             // Someone connected to an exclusive app: only its own sources stay.
             for app in inventory.apps where app.exclusive && app.ports.contains(where: { $0.name == destination }) {

@@ -24,6 +24,7 @@ extension Router {
     public func status() -> RouterStatus {
         queue.sync {
             collectFromEngine()
+            if let client = link.client { takeCycleNotes(client) }
             let statistics = engine.statistics
             let mix = policy.mix
             let sessions = policy.state.appsByName

@@ -239,7 +239,7 @@ struct RouterAudioTests {
         }
     }
 
-    @Test("the process thread makes no allocation while plans change every cycle for 2 seconds",
+    @Test("the process thread makes no allocation while plans change every cycle for 2 seconds and a client overruns its period now and then (xruns)",
           .enabled(if: CAllocCounter_is_available() == 1, "allocation counting is off under a sanitizer (make tsan)"))
     func noAllocationOnProcessThread() throws {
         #expect(CAllocCounter_is_active() == 1, "the malloc counter is interposed")
@@ -256,11 +256,16 @@ struct RouterAudioTests {
         try rig.settle()
         let firstPlan = router.status().adoptedPlan
         let firstCycle = router.status().cycles
+        let firstXruns = router.status().xruns
         CAllocCounter_watch(try #require(router.processThread))
         let period = Double(rig.server.period) / Double(rig.sampleRate)
         let end = Date().addingTimeInterval(2.2)
         var loud = false
+        var changes = 0
         while Date() < end {
+            // Xruns: PipeWire reports them on the process thread, inside the cycle.
+            if changes % 100 == 50 { rig.source.overrun(cycles: 1, seconds: 3 * period) }
+            changes += 1
             loud.toggle()
             try router.setAppGain("music", decibels: loud ? 0 : -6)
             try router.setRouteVolume("speaker", position: loud ? 1 : 0.9)
@@ -273,6 +278,13 @@ struct RouterAudioTests {
         let cycles = status.cycles - firstCycle
         #expect(cycles >= UInt64(2 / period * 0.8), "ran for at least 2 s (\(cycles) cycles)")
         #expect(status.adoptedPlan - firstPlan >= cycles / 2, "plans changed about every cycle (\(status.adoptedPlan - firstPlan) plans in \(cycles) cycles)")
+        // PipeWire 0.3.65 counts an xrun only when its driver reports one (impl-node.c node_xrun),
+        // which the dummy driver of the tests' PipeWire never does, and its libjack skips the
+        // first; ProcessThreadCallbackTests call the xrun callback on a SCHED_FIFO thread instead.
+        print("noAllocationOnProcessThread: \(status.xruns - firstXruns) xruns reported on \(JackServer.Implementation.current)")
+        if JackServer.Implementation.current == .jackd {
+            #expect(status.xruns > firstXruns, "the server reported xruns meanwhile")
+        }
         #expect(CAllocCounter_allocations() == 0, "allocations on the process thread")
         #expect(CAllocCounter_frees() == 0, "frees on the process thread")
     }

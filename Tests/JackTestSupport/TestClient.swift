@@ -90,6 +90,13 @@ public final class TestClient: @unchecked Sendable {
         state.pointee.nonFiniteCycles.store(cycles, ordering: .releasing)
     }
 
+    /// For the next `cycles` cycles, the process callback busy-waits `seconds` before it returns:
+    /// a client that overruns its period makes the server count xruns.
+    public func overrun(cycles: Int, seconds: Double) {
+        state.pointee.overrunNanoseconds.store(Int(seconds * 1e9), ordering: .relaxed)
+        state.pointee.overrunCycles.store(cycles, ordering: .releasing)
+    }
+
     /// Starts recording every input from the next cycle (discarding any earlier recording).
     public func startRecording() {
         state.pointee.recording.store(false, ordering: .releasing)
@@ -171,6 +178,9 @@ public final class TestClient: @unchecked Sendable {
         let cycleCount = Atomic<Int>(0)
         let recording = Atomic<Bool>(false)
         let nonFiniteCycles = Atomic<Int>(0)
+        /// Cycles still to overrun, and by how long each (nanoseconds).
+        let overrunCycles = Atomic<Int>(0)
+        let overrunNanoseconds = Atomic<Int>(0)
 
         init(client: UnsafeMutableRawPointer, outputs: [UnsafeMutableRawPointer],
              inputs: [UnsafeMutableRawPointer], recordCapacity: Int, maxCycles: Int) {
@@ -319,6 +329,10 @@ public struct Recording: Sendable {
 private let testClientProcess: JackClient.ProcessCallback = { frames, argument in
     let state = argument!.assumingMemoryBound(to: TestClient.State.self)
     let n = Int(frames)
+    if state.pointee.overrunCycles.load(ordering: .acquiring) > 0 {
+        _ = state.pointee.overrunCycles.subtract(1, ordering: .acquiringAndReleasing)
+        busyWait(nanoseconds: state.pointee.overrunNanoseconds.load(ordering: .relaxed))
+    }
     for o in 0..<state.pointee.outputCount {
         guard let raw = JackClient.portBuffer(state.pointee.outputPorts[o], frames) else { continue }
         let out = raw.assumingMemoryBound(to: Float.self)
@@ -367,4 +381,14 @@ private let testClientProcess: JackClient.ProcessCallback = { frames, argument i
         }
     }
     return 0
+}
+
+/// Spins for `nanoseconds` on the monotonic clock (the process thread of a client made to overrun).
+private func busyWait(nanoseconds: Int) {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    let end = now.tv_sec * 1_000_000_000 + now.tv_nsec + nanoseconds
+    repeat {
+        clock_gettime(CLOCK_MONOTONIC, &now)
+    } while now.tv_sec * 1_000_000_000 + now.tv_nsec < end
 }

@@ -5,9 +5,11 @@ import Dispatch
 ///
 /// Ownership: `JackClient` retains one reference (`Unmanaged.passRetained`) before it registers the
 /// callbacks and releases it only after `jack_client_close` has returned, when JACK can no longer
-/// call any of them. These callbacks run on JACK's notification thread (never the process thread),
-/// so building strings and calling the handler there is allowed. The info-shutdown callback is
-/// not among them: JACK2 may call it on the process thread, so it reaches only a `ShutdownNotice`.
+/// call any of them. JACK2 calls these callbacks on its notification thread and PipeWire on its
+/// main loop, never on the process thread (the table in CycleNotes.swift), so building strings
+/// and calling the handler there is allowed. The callbacks that JACK2 or PipeWire may call on the
+/// process thread are not among them: the xrun and buffer-size callbacks reach only
+/// `CycleNotes`, the shutdown callbacks only a `ShutdownNotice`.
 final class CallbackContext: @unchecked Sendable {
     // Written once before the callbacks are registered, read-only afterwards.
     let handler: @Sendable (JackEvent) -> Void
@@ -102,18 +104,8 @@ let portRenameCallback: JackPortRenameCallback = { _, oldName, newName, arg in
     if let newName { context.handler(.portRegistered(String(cString: newName))) }
 }
 
-let bufferSizeCallback: JackBufferSizeCallback = { frames, arg in
-    CallbackContext.from(arg).handler(.bufferSizeChanged(Int(frames)))
-    return 0
-}
-
 let sampleRateCallback: JackSampleRateCallback = { rate, arg in
     CallbackContext.from(arg).handler(.sampleRateChanged(Int(rate)))
-    return 0
-}
-
-let xrunCallback: JackXRunCallback = { arg in
-    CallbackContext.from(arg).handler(.xrun)
     return 0
 }
 
