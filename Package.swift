@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "duckbench", targets: ["duckbench"]),
         .executable(name: "oscbench", targets: ["oscbench"]),
         .executable(name: "ducksoak", targets: ["ducksoak"]),
+        .executable(name: "duckhostile", targets: ["duckhostile"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -141,6 +142,12 @@ let package = Package(
 
         // A long run under random valid and invalid OSC and app churn (make soak, and 60 s in make test).
         .executableTarget(name: "ducksoak", dependencies: [
+            "JackHost", "JackTestSupport", "OSCTransport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // The router under hostile traffic from a refused and an allowed host, on every listener (make hostile).
+        .executableTarget(name: "duckhostile", dependencies: [
             "JackHost", "JackTestSupport", "OSCTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
