@@ -97,7 +97,8 @@ hostile: deps
 	$(SWIFT) build -c release --product duckhostile
 	.build/release/duckhostile --duckrouter .build/release/duckrouter --seconds $(HOSTILE_SECONDS) $(HOSTILE_ARGS)
 
-## Fuzz the OSC decoder and the session-file loader with libFuzzer, FUZZ_SECONDS (300) each.
+## Fuzz the OSC decoder, the session-file loader, OSCQuery commands and the HTTP port's wire (request heads,
+## WebSocket frames) with libFuzzer, FUZZ_SECONDS (300) each.
 fuzz: deps
 	scripts/fuzz.sh
 

@@ -158,6 +158,14 @@ let package = Package(
         .executableTarget(name: "FuzzSessionFile", dependencies: ["SessionStore", "CFuzzerDriver"]),
         .executableTarget(name: "FuzzOSC", dependencies: ["OSCTransport", "OSCControl", "CFuzzerDriver"]),
         .executableTarget(name: "FuzzOSCQuery", dependencies: ["HTTPControl", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzHTTPWire", dependencies: [
+            "HTTPControl", "OSCTransport", "CFuzzerDriver",
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+        ]),
 
         // Test support: a malloc/free interposer that counts calls made on one chosen thread,
         // and helpers that start a private jackd and play/capture audio through real ports.

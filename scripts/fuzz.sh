@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-300}
-targets=${FUZZ_TARGETS:-"FuzzOSC FuzzSessionFile FuzzOSCQuery"}
+targets=${FUZZ_TARGETS:-"FuzzOSC FuzzSessionFile FuzzOSCQuery FuzzHTTPWire"}
 mkdir -p .build-fuzz/artifacts
 status=0
 for target in $targets; do

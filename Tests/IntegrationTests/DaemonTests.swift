@@ -201,7 +201,7 @@ struct DaemonTests {
         }
     }
 
-    @Test("the committed fuzz corpora (Tests/FuzzCorpus, crashes found by make fuzz among them) replay without a crash", arguments: ["FuzzOSC", "FuzzSessionFile", "FuzzOSCQuery"])
+    @Test("the committed fuzz corpora (Tests/FuzzCorpus, crashes found by make fuzz among them) replay without a crash", arguments: ["FuzzOSC", "FuzzSessionFile", "FuzzOSCQuery", "FuzzHTTPWire"])
     func fuzzCorpus(target: String) throws {
         let process = Process()
         process.executableURL = DaemonTests.binary.deletingLastPathComponent().appendingPathComponent(target)
