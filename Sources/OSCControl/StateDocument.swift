@@ -108,6 +108,8 @@ struct StateDocument: Encodable {
         var nowPlaying: String?
         var subscribers: [String]
         var meterSubscribers: [String]
+        /// What of the reloaded session file waits for a restart (empty: nothing).
+        var reloadPending: [String]
     }
 
     struct Meters: Encodable {
@@ -241,7 +243,8 @@ struct StateDocument: Encodable {
                             ramp: status.rampMilliseconds, silent: status.silentSwitch, route: status.currentRoute,
                             selectedRoute: policy.selectedRoute, routes: routes, apps: apps, ducking: ducking,
                             interruptions: status.outsideInterruptions, nowPlaying: status.nowPlaying,
-                            subscribers: subscribers, meterSubscribers: meterSubscribers)
+                            subscribers: subscribers, meterSubscribers: meterSubscribers,
+                            reloadPending: status.reloadPending)
         let budget = 1_000_000 * Double(status.bufferSize) / Double(max(status.sampleRate, 1))
         engine = EngineCounters(jack: !status.jackConnected ? "disconnected" : status.jackStalledSeconds == nil ? "connected" : "stalled",
                                 jackStalledSeconds: status.jackStalledSeconds.map { ($0 * 10).rounded() / 10 },

@@ -98,8 +98,13 @@ public final class Router: @unchecked Sendable {
     var loudness: LoudnessMeters
     /// Meter loudness even when no duck aims at a target (session `loudness.meter`).
     let meterLoudness: Bool
-    /// The session file's ducking settings (`Configuration.fileDucking`; a reload brings the new file's).
+    /// The session file's ducking settings in force (`Configuration.fileDucking`): a reload
+    /// brings the new file's, each as its step applies.
     var fileDucking: DuckingSettings?
+    /// The session the router started with: what only a restart changes is compared with it.
+    let startSession: Session
+    /// What of the reloaded file waits for a restart (`ReloadBacklog`).
+    var reloadBacklog = ReloadBacklog()
     /// The loop behind loudness-targeted ducks, and its 100 ms timer (running while one is in force).
     var loudnessDucker = LoudnessDucker()
     var loudnessDuckTimer: DispatchSourceTimer?
@@ -151,6 +156,7 @@ public final class Router: @unchecked Sendable {
         housekeepingInterval = configuration.housekeepingInterval
         idleHousekeepingInterval = configuration.idleHousekeepingInterval
         let session = configuration.session
+        startSession = session
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
         publisher = PlanPublisher(gainSlotCapacity: configuration.engine.gainSlotCapacity)
         signals = SignalWatcher(capacity: configuration.engine.maxLevelWatches, logger: logger)
@@ -335,14 +341,20 @@ public final class Router: @unchecked Sendable {
     }
 
     /// Applies the edits between two versions of the session file while running (SIGHUP); see
-    /// `SessionReload`. Returns notes: what needs a restart, and any edit refused.
+    /// `SessionReload`. Returns notes: what needs a restart (the file's edits only a restart
+    /// applies, and the steps refused now, which wait for it: `ReloadBacklog`).
     public func reload(from old: Session, to new: Session) -> [String] {
         queue.sync {
             guard !stopped else { return ["the router has stopped"] }
-            fileDucking = new.ducking
-            return carryOut(SessionReload(from: old, to: new))
+            let channels = Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a })
+            reloadBacklog.setRestartEdits(SessionReload.restartEdits(running: startSession, channels: channels, file: new))
+            let edits = reloadBacklog.restartEdits.map { "\($0) changed: restart to apply" }
+            return edits + carryOut(SessionReload(from: old, to: new), ducking: (old.ducking, new.ducking))
         }
     }
+
+    /// What of the reloaded session file waits for a restart, as the log says it.
+    public var reloadPending: [String] { queue.sync { reloadBacklog.descriptions } }
 
     /// Sets an app's relative volume from a slider position 0...1 (cubic taper).
     public func setAppVolume(_ app: String, position: Double) throws(RouterError) {
@@ -399,9 +411,12 @@ public final class Router: @unchecked Sendable {
         }
     }
 
+    /// What a restart should find: the policy's state, with what reload steps waiting for that
+    /// restart set (`ReloadBacklog.laid(over:)`).
     func savedState() -> SavedState {
-        StateKeeper.savedState(policy.state, channels: Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a }),
-                               defaultChannelCount: defaultChannelCount, fileDucking: fileDucking)
+        let state = StateKeeper.savedState(policy.state, channels: Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a }),
+                                           defaultChannelCount: defaultChannelCount, fileDucking: fileDucking)
+        return reloadBacklog.laid(over: state)
     }
 
     /// The peak of every app's and route's channels since the previous call (OSC meters: no

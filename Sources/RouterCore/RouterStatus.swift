@@ -114,6 +114,9 @@ public struct RouterStatus: Sendable, Equatable {
     /// `answerSeconds`) and still waits: until it returns, every change that asks the server is
     /// refused at once. nil while the server answers.
     public var jackUnanswered: UnansweredRequest?
+    /// What of the session file, as last reloaded (SIGHUP), waits for a restart: its edits only a
+    /// restart applies, and the steps the running router refused (`ReloadBacklog`).
+    public var reloadPending: [String] = []
 
     public struct UnansweredRequest: Equatable, Sendable {
         public var request: String

@@ -351,10 +351,8 @@ struct Run: ParsableCommand {
                 logger.error("reload refused: the router keeps running the session as it was")
                 return
             }
-            var notes = router.reload(from: fileSession.session, to: new)
-            if new.osc != fileSession.session.osc { notes.append("OSC settings changed: restart to apply") }
-            if new.http != fileSession.session.http { notes.append("HTTP settings changed: restart to apply") }
-            if new.loudness != fileSession.session.loudness { notes.append("loudness settings changed: restart to apply") }
+            // Notes: what waits for a restart (edits only a restart applies, steps refused).
+            let notes = router.reload(from: fileSession.session, to: new)
             fileSession.session = new
             // Ready before the log line that says it is done (what a reader of the log waits for).
             notifier.ready(status: readyStatus)

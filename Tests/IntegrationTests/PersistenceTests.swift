@@ -147,4 +147,34 @@ struct ReloadTests {
         #expect(rig.recorder.client.ports(matching: "duckrouter:nav_.*").isEmpty, "nav's ports are gone")
         #expect(try String(contentsOf: rig.sessionFile, encoding: .utf8) == edited, "the file is never written")
     }
+
+    @Test("SIGHUP that adds a route and a ducking rule on it: the rule waits for the restart (log, /state), a save meanwhile does not keep the running rules as a run-time change, and after the restart the file's rule is in force")
+    func ruleOnNewRoute() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let routes = OSCRig.defaultRoutes + #", {"name": "line", "ports": ["recorder:line_1"]}"#
+        let rule = #"{"ducker": "nav", "ducked": "music", "route": "line", "level": -30}"#
+        let edited = OSCRig.session(port: rig.port, routes: routes)
+            .replacingOccurrences(of: "\"apps\": [", with: "\"ducking\": {\"rules\": [\(rule)]},\n  \"apps\": [")
+        try edited.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
+        kill(rig.daemon.processIdentifier, SIGHUP)
+        try waitFor("the reload") { rig.log.contains("reloaded the session file") }
+        func rules(_ settings: [String: Any]) -> [[String: Any]] { (settings["ducking"] as? [String: Any])?["rules"] as? [[String: Any]] ?? [] }
+        #expect(rules(try rig.settings()).isEmpty, "the route is not there until the restart, nor the rule on it")
+        let pending = try rig.settings()["reloadPending"] as? [String] ?? []
+        #expect(pending.contains { $0.hasPrefix("ducking rules") } && pending.contains { $0.hasPrefix("routes changed") }, "\(pending)")
+        #expect(rig.log.contains("reload: ducking rules"), "\(rig.log)")
+
+        // A save after the reload: the running rules are what the file had, not a change made at run time.
+        #expect(try rig.query("/app/music/volume", [.float(0.3)])?.path == "/reply")
+        try waitFor("the save", timeout: 5) { rig.savedState()?.appVolumes["music"].map { abs($0 - 0.3) < 1e-6 } == true }
+        #expect(rig.savedState()?.ducking.rules == nil, "\(String(describing: rig.savedState()?.ducking))")
+
+        try rig.killAndRestart()
+        let after = try rig.settings()
+        let line = rules(after).first { $0["route"] as? String == "line" }
+        #expect(line?["ducker"] as? String == "nav" && line?["ducked"] as? String == "music" && line?["level"] as? Double == -30,
+                "\(rules(after))\n\(rig.log)")
+        #expect(after["reloadPending"] as? [String] ?? [] == [], "nothing waits after the restart")
+    }
 }
