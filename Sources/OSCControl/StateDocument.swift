@@ -1,4 +1,5 @@
 import Engine
+import Foundation
 import SessionStore
 import Policy
 import RouterCore
@@ -123,6 +124,22 @@ struct StateDocument: Encodable {
         var seconds: Double
     }
 
+    /// A state save that could not be written: when (ISO 8601, UTC), why, whether it is still
+    /// unsaved and tried again, and how many hand-overs in a row failed.
+    struct SaveFailure: Encodable {
+        var at: String
+        var error: String
+        var retrying: Bool
+        var attempts: Int
+
+        init(_ failure: RouterStatus.SaveFailure) {
+            at = ISO8601DateFormatter().string(from: failure.at)
+            error = failure.reason
+            retrying = failure.retrying
+            attempts = failure.attempts
+        }
+    }
+
     /// EBU R 128 loudness, LUFS (-144: silence, or not yet heard long enough).
     struct Loudness: Encodable {
         var momentary: Double
@@ -183,6 +200,8 @@ struct StateDocument: Encodable {
         /// has waited (absent while the server answers).
         var jackUnanswered: Unanswered?
         var saveRequests: Int
+        /// The last state save that could not be written (absent: none since start).
+        var lastSaveFailure: SaveFailure?
         var peaksDbfs: Meters
         /// Every metered app's and route's loudness (absent when the router meters none).
         var loudnessLufs: LoudnessMeters?
@@ -257,7 +276,7 @@ struct StateDocument: Encodable {
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
                                 jackPorts: status.jackPorts, spareJackPorts: status.spareJackPorts,
                                 jackUnanswered: status.jackUnanswered.map { Unanswered(request: $0.request, seconds: ($0.seconds * 10).rounded() / 10) },
-                                saveRequests: status.saveRequests,
+                                saveRequests: status.saveRequests, lastSaveFailure: status.lastSaveFailure.map(SaveFailure.init),
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),
                                                   routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })),
                                 loudnessLufs: Self.loudness(status))

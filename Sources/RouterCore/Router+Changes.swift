@@ -141,7 +141,7 @@ extension Router {
             if keeper.request() {
                 queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
                     guard let self, !stopped else { return }
-                    keeper.flush(savedState())
+                    handOverSave()
                 }
             }
         default:

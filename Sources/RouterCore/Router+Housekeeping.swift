@@ -5,8 +5,8 @@ import JackHost
 
 /// The control queue's periodic housekeeping: what the audio thread handed back (cycle times,
 /// meters, retired plans), due timed changes, fades followed and the state they leave published,
-/// ports no plan reads any more unregistered, and the watch on the server (its shutdown flag, the
-/// `CycleWatchdog`, xruns).
+/// ports no plan reads any more unregistered, a failed state save tried again, and the watch on
+/// the server (its shutdown flag, the `CycleWatchdog`, xruns).
 ///
 /// It runs every `housekeepingInterval` (10 ms) while it has work in the next few ticks, and every
 /// `idleHousekeepingInterval` (1 s) otherwise, so that an idle router wakes once a second rather
@@ -78,6 +78,7 @@ extension Router {
         stallSuspected = watchdog.timeout > 0
             && watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now,
                                 threshold: stallSuspicionThreshold) != nil
+        retryFailedSave()
         guard let client = link.client else { return }
         followServerAnswers(client)
         engine.collectRetiredPlans()

@@ -1,4 +1,5 @@
 import Engine
+import Foundation
 import Policy
 /// A snapshot of the router for people and tests: what exists, at what level, and how the audio
 /// thread is doing.
@@ -121,6 +122,19 @@ public struct RouterStatus: Sendable, Equatable {
     public struct UnansweredRequest: Equatable, Sendable {
         public var request: String
         public var seconds: Double
+    }
+
+    /// The last state save the receiver could not write (nil: none since start).
+    public var lastSaveFailure: SaveFailure?
+
+    /// A state save that could not be written: when, why, and whether none has been written since.
+    public struct SaveFailure: Equatable, Sendable {
+        public var at: Date
+        public var reason: String
+        /// Nothing written since: the save is tried again (`StateKeeper`).
+        public var retrying: Bool
+        /// Failed hand-overs in a row.
+        public var attempts: Int
     }
 }
 

@@ -174,13 +174,20 @@ struct Run: ParsableCommand {
         configuration.fileDucking = loaded.ducking
         if let nsm {
             // The manager decides when to save: a change only makes the session dirty.
-            configuration.onSave = { _ in
+            configuration.onSave = { _, done in
                 if !dirty.exchange(true, ordering: .acquiringAndReleasing) { nsm.setDirty(true) }
+                done(nil)
             }
         } else {
-            configuration.onSave = { state in
+            // A save not written is kept by the router and handed over again (it logs it).
+            configuration.onSave = { state, done in
                 saves.async {
-                    do throws(StateFile.LoadError) { try stateFile.save(state) } catch { logger.error("\(error)") }
+                    do throws(StateFile.LoadError) {
+                        try stateFile.save(state)
+                        done(nil)
+                    } catch {
+                        done(error.description)
+                    }
                 }
             }
         }
@@ -387,6 +394,9 @@ struct Run: ParsableCommand {
         router.stop()      // hands over a pending save
         remoteRoutes.stop()   // senders after the router: their ports going is not a route lost
         saves.sync {}      // and waits for it to be written
+        if let failure = router.lastSaveFailure, failure.retrying {
+            logger.error("stopping with the last changes unsaved: \(failure.reason)", metadata: ["file": "\(stateFile.path)"])
+        }
         Foundation.exit(0)
     }
 }

@@ -100,6 +100,33 @@ struct PersistenceTests {
         // stopped saving could.
         #expect(roundsSaved >= 3, "the state file changed in \(roundsSaved) of 20 rounds")
     }
+
+    @Test("a save that fails (the state file's file system read-only) is kept and tried again, /state says when and why it failed, and once the file can be written the change is in it, at SIGTERM at the latest",
+          .enabled(if: ScratchMount.isPossible, "needs to mount a tmpfs (root with CAP_SYS_ADMIN): root writes through chmod, so only a read-only mount makes a save fail"))
+    func failedSaveKept() throws {
+        let mount = try ScratchMount()
+        defer { mount.remove() }
+        let rig = try OSCRig(state: mount.directory.appendingPathComponent("rig.state.json"))
+        defer { rig.close() }
+        func musicOnDisk() -> Double? { rig.savedState()?.appVolumes["music"] }
+        #expect(try rig.query("/app/music/volume", [.float(0.3)])?.path == "/reply")
+        try waitFor("the first save", timeout: 5) { musicOnDisk().map { abs($0 - 0.3) < 1e-6 } == true }
+
+        try mount.setReadOnly(true)
+        #expect(try rig.query("/app/music/volume", [.float(0.7)])?.path == "/reply")
+        try waitFor("the failed save in the log", timeout: 5) { rig.log.contains("Read-only file system") }
+        #expect(musicOnDisk().map { abs($0 - 0.3) < 1e-6 } == true, "the read-only file still holds the earlier save")
+        let engine = try #require(try rig.state()["engine"] as? [String: Any])
+        let failure = engine["lastSaveFailure"] as? [String: Any]
+        #expect((failure?["error"] as? String)?.contains("Read-only file system") == true && failure?["at"] is String
+                    && failure?["retrying"] as? Bool == true, "\(engine)")
+
+        try mount.setReadOnly(false)
+        rig.daemon.terminate()
+        finish(rig.daemon)
+        #expect(rig.daemon.terminationReason == .exit && rig.daemon.terminationStatus == 0)
+        #expect(musicOnDisk().map { abs($0 - 0.7) < 1e-6 } == true, "music at \(String(describing: musicOnDisk())) on disk\n\(rig.log)")
+    }
 }
 
 @Suite("SIGHUP reloads the session file", .serialized)
@@ -176,5 +203,50 @@ struct ReloadTests {
         #expect(line?["ducker"] as? String == "nav" && line?["ducked"] as? String == "music" && line?["level"] as? Double == -30,
                 "\(rules(after))\n\(rig.log)")
         #expect(after["reloadPending"] as? [String] ?? [] == [], "nothing waits after the restart")
+    }
+}
+
+/// A small tmpfs of a test's own, under the temporary folder: remounted read-only, it makes a
+/// write fail for root too (for whom permissions do not).
+final class ScratchMount {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-mount-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            try Self.mount(["-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", directory.path])
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    func setReadOnly(_ readOnly: Bool) throws {
+        try Self.mount(["-o", readOnly ? "remount,ro" : "remount,rw", directory.path])
+    }
+
+    func remove() {
+        try? Self.mount([directory.path], tool: "/usr/bin/umount")
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Whether a tmpfs can be mounted here (root with CAP_SYS_ADMIN).
+    static let isPossible: Bool = {
+        guard let probe = try? ScratchMount() else { return false }
+        probe.remove()
+        return true
+    }()
+
+    private static func mount(_ arguments: [String], tool: String = "/usr/bin/mount") throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Unexpected(description: "\(tool) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+        }
     }
 }
