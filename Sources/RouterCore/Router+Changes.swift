@@ -107,11 +107,14 @@ extension Router {
         case .notify, .save, .appAdded, .channelMap:
             break
         case let .appChanged(configuration):
-            // An app that now records gets capture outputs (kept until it is removed).
+            // An app that now records gets capture outputs (kept until it is removed). Refused
+            // while the server does not answer, they are made once it does (`followServerAnswers`).
             guard configuration.category.recordsInput, let client = link.client,
                   let index = inventory.appIndex(configuration.name) else { return }
             do {
                 try inventory.addCapturePorts(toApp: index, on: client)
+            } catch let error as JackError where error.isServerNotAnswering {
+                logger.error("'\(configuration.name)' gets its capture ports once the JACK server answers: \(error)")
             } catch {
                 logger.error("'\(configuration.name)' gets no capture ports: \(error)")
             }

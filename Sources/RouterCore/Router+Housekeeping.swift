@@ -89,16 +89,33 @@ extension Router {
     }
 
     /// After a request the server answered late (it was slow or frozen past the deadline, and
-    /// requests were refused meanwhile): the ports it left are put right, and what attach makes
-    /// (route, input and source connections, latencies) is made again, since connections asked
-    /// for meanwhile were refused. Pretty names refused meanwhile stay unset.
+    /// requests were refused meanwhile): the ports it left are put right, recording apps get the
+    /// capture outputs refused meanwhile, and what attach makes (route, input and source
+    /// connections, latencies) is made again, since connections asked for meanwhile were
+    /// refused. Pretty names refused meanwhile stay unset.
     func followServerAnswers(_ client: JackClient) {
         client.settlePending()
         let late = client.lateAnswers
         guard late != lateAnswersSeen, client.unansweredRequest == nil else { return }
         lateAnswersSeen = late
-        logger.notice("the JACK server answers again after a request waited past its deadline; making the router's connections again")
+        logger.notice("the JACK server answers again after a request waited past its deadline; making the router's ports and connections again")
+        makeMissingCapturePorts(on: client)
         makeConnections(on: client)
+    }
+
+    /// Gives every recording app the capture outputs it lacks (refused while the server did not
+    /// answer), and has the plan that feeds them published with this tick.
+    func makeMissingCapturePorts(on client: JackClient) {
+        for app in policy.state.apps where app.configuration.category.recordsInput {
+            guard let index = inventory.appIndex(app.name), inventory.apps[index].capturePorts.isEmpty else { continue }
+            do {
+                try inventory.addCapturePorts(toApp: index, on: client)
+            } catch {
+                logger.error("'\(app.name)' gets no capture ports: \(error)")
+                continue
+            }
+            if !inventory.apps[index].capturePorts.isEmpty { publisher.needsPublish = true }
+        }
     }
 
     /// How long without a cycle before the ticks go fast: `stallReportThreshold`, or earlier when
