@@ -110,7 +110,7 @@ struct StateDocument: Encodable {
         var subscribers: [String]
         var meterSubscribers: [String]
         /// What of the reloaded session file waits for a restart (empty: nothing).
-        var reloadPending: [String]
+        var reloadPending: [String] = []
     }
 
     struct Meters: Encodable {
@@ -201,7 +201,7 @@ struct StateDocument: Encodable {
         var jackUnanswered: Unanswered?
         var saveRequests: Int
         /// The last state save that could not be written (absent: none since start).
-        var lastSaveFailure: SaveFailure?
+        var lastSaveFailure: SaveFailure? = nil
         var peaksDbfs: Meters
         /// Every metered app's and route's loudness (absent when the router meters none).
         var loudnessLufs: LoudnessMeters?
@@ -262,8 +262,7 @@ struct StateDocument: Encodable {
                             ramp: status.rampMilliseconds, silent: status.silentSwitch, route: status.currentRoute,
                             selectedRoute: policy.selectedRoute, routes: routes, apps: apps, ducking: ducking,
                             interruptions: status.outsideInterruptions, nowPlaying: status.nowPlaying,
-                            subscribers: subscribers, meterSubscribers: meterSubscribers,
-                            reloadPending: status.reloadPending)
+                            subscribers: subscribers, meterSubscribers: meterSubscribers)
         let budget = 1_000_000 * Double(status.bufferSize) / Double(max(status.sampleRate, 1))
         engine = EngineCounters(jack: !status.jackConnected ? "disconnected" : status.jackStalledSeconds == nil ? "connected" : "stalled",
                                 jackStalledSeconds: status.jackStalledSeconds.map { ($0 * 10).rounded() / 10 },
@@ -276,10 +275,13 @@ struct StateDocument: Encodable {
                                 adoptedPlan: status.adoptedPlan, cells: status.cells, nonFiniteInputBuffers: status.nonFiniteInputBuffers,
                                 jackPorts: status.jackPorts, spareJackPorts: status.spareJackPorts,
                                 jackUnanswered: status.jackUnanswered.map { Unanswered(request: $0.request, seconds: ($0.seconds * 10).rounded() / 10) },
-                                saveRequests: status.saveRequests, lastSaveFailure: status.lastSaveFailure.map(SaveFailure.init),
+                                saveRequests: status.saveRequests,
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),
                                                   routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })),
                                 loudnessLufs: Self.loudness(status))
+        // What waits for a restart, and the state file's last failed save (docs/SESSIONS.md).
+        settings.reloadPending = status.reloadPending
+        engine.lastSaveFailure = status.lastSaveFailure.map(SaveFailure.init)
     }
 
     /// The loudness of every metered app and route; nil when none is.

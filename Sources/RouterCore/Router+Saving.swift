@@ -1,13 +1,32 @@
 import Engine
 import Foundation
+import SessionStore
 
-/// Handing the state to keep to the receiver (`Configuration.onSave`) and following its outcome:
-/// a save it could not write stays pending (`StateKeeper`), is tried again at housekeeping and
-/// handed over once more at stop, and is logged at a bounded rate.
+/// What a restart should find (the policy's state, with the reload steps waiting for it), handed
+/// to the receiver (`Configuration.onSave`), and the receiver's outcome: a save it could not
+/// write stays pending (`StateKeeper`), is tried again at housekeeping and handed over once more
+/// at stop, and is logged at a bounded rate.
 ///
 /// Owns no state of its own (the keeper holds it). Control queue only; the receiver's answer
 /// comes back to it.
 extension Router {
+    /// What a restart should find, now (a session manager's save). A save request still waiting
+    /// for its 200 ms is answered by this one.
+    public func currentSavedState() -> SavedState {
+        queue.sync {
+            keeper.cancelPending()
+            return savedState()
+        }
+    }
+
+    /// What a restart should find: the policy's state, with what reload steps waiting for that
+    /// restart set (`ReloadBacklog.laid(over:)`).
+    func savedState() -> SavedState {
+        let state = StateKeeper.savedState(policy.state, channels: Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a }),
+                                           defaultChannelCount: defaultChannelCount, fileDucking: fileDucking)
+        return reloadBacklog.laid(over: state)
+    }
+
     /// Hands the pending save, if any, to the receiver; its outcome comes back to `saveFinished`.
     func handOverSave() {
         guard let onSave = keeper.onSave, let number = keeper.take(now: Self.monotonicSeconds) else { return }

@@ -405,23 +405,6 @@ public final class Router: @unchecked Sendable {
         }
     }
 
-    /// What a restart should find, now (a session manager's save). A save request still waiting
-    /// for its 200 ms is answered by this one.
-    public func currentSavedState() -> SavedState {
-        queue.sync {
-            keeper.cancelPending()
-            return savedState()
-        }
-    }
-
-    /// What a restart should find: the policy's state, with what reload steps waiting for that
-    /// restart set (`ReloadBacklog.laid(over:)`).
-    func savedState() -> SavedState {
-        let state = StateKeeper.savedState(policy.state, channels: Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a }),
-                                           defaultChannelCount: defaultChannelCount, fileDucking: fileDucking)
-        return reloadBacklog.laid(over: state)
-    }
-
     /// The peak of every app's and route's channels since the previous call (OSC meters: no
     /// transient between two meter messages is missed). Apps first, then routes, in order. Any
     /// thread, with no trip to the control queue (`PeakBoard`).

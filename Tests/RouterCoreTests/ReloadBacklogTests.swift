@@ -43,3 +43,20 @@ struct ReloadBacklogTests {
         #expect(backlog.laid(over: Self.saved).ducking.rules == [] && backlog.laid(over: Self.saved).apps == Self.saved.apps)
     }
 }
+
+@Suite("Reload edits that need a restart")
+struct RestartEditsTests {
+    @Test("compared with the session the router started with: an added route waits for the restart, and no longer once the edit is taken back; a changed channel count of a running app does too")
+    func comparedWithRunning() {
+        var running = Session()
+        running.routes = [Session.Route(name: "speaker", ports: ["system:playback_1"])]
+        running.apps = [Session.App(name: "music", category: .playback)]
+        var edited = running
+        edited.routes.append(Session.Route(name: "line", ports: ["system:playback_2"]))
+        edited.apps[0].channelCount = 1
+        edited.osc.port = 9000
+        #expect(SessionReload.restartEdits(running: running, channels: ["music": 2], file: edited)
+                    == ["routes", "'music' channel count", "OSC settings"])
+        #expect(SessionReload.restartEdits(running: running, channels: ["music": 2], file: running).isEmpty)
+    }
+}
