@@ -1,4 +1,5 @@
 import Engine
+import Foundation
 import SessionStore
 import Policy
 import RouterCore
@@ -108,6 +109,8 @@ struct StateDocument: Encodable {
         var nowPlaying: String?
         var subscribers: [String]
         var meterSubscribers: [String]
+        /// What of the reloaded session file waits for a restart (empty: nothing).
+        var reloadPending: [String] = []
     }
 
     struct Meters: Encodable {
@@ -119,6 +122,22 @@ struct StateDocument: Encodable {
     struct Unanswered: Encodable {
         var request: String
         var seconds: Double
+    }
+
+    /// A state save that could not be written: when (ISO 8601, UTC), why, whether it is still
+    /// unsaved and tried again, and how many hand-overs in a row failed.
+    struct SaveFailure: Encodable {
+        var at: String
+        var error: String
+        var retrying: Bool
+        var attempts: Int
+
+        init(_ failure: RouterStatus.SaveFailure) {
+            at = ISO8601DateFormatter().string(from: failure.at)
+            error = failure.reason
+            retrying = failure.retrying
+            attempts = failure.attempts
+        }
     }
 
     /// EBU R 128 loudness, LUFS (-144: silence, or not yet heard long enough).
@@ -181,6 +200,8 @@ struct StateDocument: Encodable {
         /// has waited (absent while the server answers).
         var jackUnanswered: Unanswered?
         var saveRequests: Int
+        /// The last state save that could not be written (absent: none since start).
+        var lastSaveFailure: SaveFailure? = nil
         var peaksDbfs: Meters
         /// Every metered app's and route's loudness (absent when the router meters none).
         var loudnessLufs: LoudnessMeters?
@@ -258,6 +279,9 @@ struct StateDocument: Encodable {
                                 peaksDbfs: Meters(apps: Dictionary(uniqueKeysWithValues: status.apps.map { ($0.name, $0.peakDecibels.map(level)) }),
                                                   routes: Dictionary(uniqueKeysWithValues: status.routes.map { ($0.name, $0.peakDecibels.map(level)) })),
                                 loudnessLufs: Self.loudness(status))
+        // What waits for a restart, and the state file's last failed save (docs/SESSIONS.md).
+        settings.reloadPending = status.reloadPending
+        engine.lastSaveFailure = status.lastSaveFailure.map(SaveFailure.init)
     }
 
     /// The loudness of every metered app and route; nil when none is.

@@ -8,9 +8,9 @@ import JackHost
 /// Owns: the client, its epoch, the reconnect schedule and its counters. Must not touch: ports,
 /// plans or the policy (the router attaches a client it is handed). Control queue only, except
 /// `jack_client_open`, which runs on the `connector` queue with nothing but the immutable
-/// `Parameters`, and the closing of a client given up on (`abandon`), which runs on the `closer`
-/// queue with nothing but that client, so a slow or hung server never holds the control queue and
-/// no control state is read off it.
+/// `Parameters`, and the closing of every client (given up on, dropped, or opened for a reconnect
+/// no longer wanted), which runs on the `closer` queue with nothing but that client, so a slow or
+/// hung server never holds the control queue and no control state is read off it.
 final class JackLink: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on the control queue `queue`; the
     // connector queue reads only `parameters` (immutable) through values captured before it runs.
@@ -39,7 +39,7 @@ final class JackLink: @unchecked Sendable {
     let parameters: Parameters
     private let queue: DispatchQueue
     private let connector = DispatchQueue(label: "duckrouter.reconnect")
-    /// Closes clients of a server that stopped answering (`abandon`), off the control queue.
+    /// Closes clients off the control queue (`close`).
     private let closer = DispatchQueue(label: "duckrouter.jack-close")
     /// The JACK client; nil while the server is away.
     private(set) var client: JackClient?
@@ -187,6 +187,7 @@ final class JackLink: @unchecked Sendable {
         attempts += 1
         let parameters = self.parameters
         let queue = self.queue
+        let closer = self.closer
         let send = Handover((stillWanted, completion))
         queue.asyncAfter(deadline: .now() + delay) { [weak self] in
             guard let self else { return }
@@ -201,8 +202,16 @@ final class JackLink: @unchecked Sendable {
                 }
                 let handover = Handover(outcome)
                 queue.async { [weak self] in
-                    guard let self, client == nil, send.value.0() else {
-                        if case let .success(opened) = handover.value { opened.close() }
+                    guard let self else {
+                        // The router is gone: nothing waits for this close.
+                        closer.async { if case let .success(opened) = handover.value { opened.close() } }
+                        return
+                    }
+                    guard client == nil, send.value.0() else {
+                        // Not wanted any more: closed off the control queue, as every close is.
+                        if case let .success(opened) = handover.value {
+                            _ = close(opened, keepingAlive: nil, waitSeconds: nil, closed: nil)
+                        }
                         return
                     }
                     send.value.1(handover.value.map { ($0, epoch) })

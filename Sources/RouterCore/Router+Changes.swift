@@ -107,11 +107,14 @@ extension Router {
         case .notify, .save, .appAdded, .channelMap:
             break
         case let .appChanged(configuration):
-            // An app that now records gets capture outputs (kept until it is removed).
+            // An app that now records gets capture outputs (kept until it is removed). Refused
+            // while the server does not answer, they are made once it does (`followServerAnswers`).
             guard configuration.category.recordsInput, let client = link.client,
                   let index = inventory.appIndex(configuration.name) else { return }
             do {
                 try inventory.addCapturePorts(toApp: index, on: client)
+            } catch let error as JackError where error.isServerNotAnswering {
+                logger.error("'\(configuration.name)' gets its capture ports once the JACK server answers: \(error)")
             } catch {
                 logger.error("'\(configuration.name)' gets no capture ports: \(error)")
             }
@@ -141,7 +144,7 @@ extension Router {
             if keeper.request() {
                 queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
                     guard let self, !stopped else { return }
-                    keeper.flush(savedState())
+                    handOverSave()
                 }
             }
         default:
@@ -221,12 +224,37 @@ extension Router {
         }
     }
 
-    /// Carries out a session reload's steps in order; returns its notes and every refusal.
-    func carryOut(_ reload: SessionReload) -> [String] {
-        var notes = reload.notes
+    /// Carries out a session reload's steps in order; returns a note for each step refused. A
+    /// step that applies ends the wait of an earlier one on its subject; one refused waits for a
+    /// restart (`reloadBacklog`). The file's ducking settings in force (`fileDucking`) follow
+    /// `ducking.new` only where its step applied, so a save does not take the running value for
+    /// a change made at run time.
+    func carryOut(_ reload: SessionReload, ducking: (old: DuckingSettings, new: DuckingSettings)) -> [String] {
+        var notes: [String] = []
+        var fileDucking = self.fileDucking ?? ducking.old
+        func refused(_ subject: String, _ error: RouterError, _ event: PolicyEvent?) {
+            reloadBacklog.refused(.init(subject: subject, reason: "\(error)", event: event))
+            notes.append("\(subject): \(error); waits for a restart")
+        }
         func apply(_ events: [PolicyEvent], _ label: String) {
             for event in events {
-                do throws(RouterError) { _ = try performGivingUpHungServer([Change(event)]) } catch { notes.append("\(label): \(error)") }
+                let subject = ReloadBacklog.subject(of: event, label: label)
+                do throws(RouterError) {
+                    _ = try performGivingUpHungServer([Change(event)])
+                } catch {
+                    refused(subject, error, event)
+                    continue
+                }
+                reloadBacklog.applied(subject: subject)
+                switch event {
+                case .setDucking(.level): fileDucking.level = ducking.new.level
+                case .setDucking(.attack): fileDucking.attack = ducking.new.attack
+                case .setDucking(.release): fileDucking.release = ducking.new.release
+                case .setDucking(.target): fileDucking.target = ducking.new.target
+                case .setDucking(.floor): fileDucking.floor = ducking.new.floor
+                case .setDuckingRules: fileDucking.rules = ducking.new.rules
+                default: break
+                }
             }
         }
         for step in reload.steps {
@@ -234,12 +262,15 @@ extension Router {
             case let .events(events, label):
                 apply(events, label)
             case let .add(app, volume):
+                // Adding and removing an app share a subject: the later one decides.
+                let subject = ReloadBacklog.subject(of: .unregister(app: app.name), label: "")
                 do throws(RouterError) {
                     _ = try performGivingUpHungServer([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
                 } catch {
-                    notes.append("adding '\(app.name)': \(error)")
+                    refused(subject, error, nil)
                     continue
                 }
+                reloadBacklog.applied(subject: subject)
                 setPatchbay(app.name, connect: app.connect, exclusive: app.exclusive)
                 setUnduckAfter(app.name, app.unduckAfter)
                 apply(SessionReload.setup(of: app, volume: volume), "'\(app.name)'")
@@ -249,6 +280,7 @@ extension Router {
                 setPatchbay(app, connect: connect, exclusive: exclusive)
             }
         }
+        self.fileDucking = fileDucking
         return notes
     }
 

@@ -5,8 +5,8 @@ import JackHost
 
 /// The control queue's periodic housekeeping: what the audio thread handed back (cycle times,
 /// meters, retired plans), due timed changes, fades followed and the state they leave published,
-/// ports no plan reads any more unregistered, and the watch on the server (its shutdown flag, the
-/// `CycleWatchdog`, xruns).
+/// ports no plan reads any more unregistered, a failed state save tried again, and the watch on
+/// the server (its shutdown flag, the `CycleWatchdog`, xruns).
 ///
 /// It runs every `housekeepingInterval` (10 ms) while it has work in the next few ticks, and every
 /// `idleHousekeepingInterval` (1 s) otherwise, so that an idle router wakes once a second rather
@@ -80,6 +80,7 @@ extension Router {
         stallSuspected = watchdog.timeout > 0
             && watchdog.silence(cycles: statistics.cycles, lastCycleAt: statistics.lastCycleStart, now: now,
                                 threshold: stallSuspicionThreshold) != nil
+        retryFailedSave()
         guard let client = link.client else { return }
         followServerAnswers(client)
         engine.collectRetiredPlans()
@@ -90,16 +91,33 @@ extension Router {
     }
 
     /// After a request the server answered late (it was slow or frozen past the deadline, and
-    /// requests were refused meanwhile): the ports it left are put right, and what attach makes
-    /// (route, input and source connections, latencies) is made again, since connections asked
-    /// for meanwhile were refused. Pretty names refused meanwhile stay unset.
+    /// requests were refused meanwhile): the ports it left are put right, recording apps get the
+    /// capture outputs refused meanwhile, and what attach makes (route, input and source
+    /// connections, latencies) is made again, since connections asked for meanwhile were
+    /// refused. Pretty names refused meanwhile stay unset.
     func followServerAnswers(_ client: JackClient) {
         client.settlePending()
         let late = client.lateAnswers
         guard late != lateAnswersSeen, client.unansweredRequest == nil else { return }
         lateAnswersSeen = late
-        logger.notice("the JACK server answers again after a request waited past its deadline; making the router's connections again")
+        logger.notice("the JACK server answers again after a request waited past its deadline; making the router's ports and connections again")
+        makeMissingCapturePorts(on: client)
         makeConnections(on: client)
+    }
+
+    /// Gives every recording app the capture outputs it lacks (refused while the server did not
+    /// answer), and has the plan that feeds them published with this tick.
+    func makeMissingCapturePorts(on client: JackClient) {
+        for app in policy.state.apps where app.configuration.category.recordsInput {
+            guard let index = inventory.appIndex(app.name), inventory.apps[index].capturePorts.isEmpty else { continue }
+            do {
+                try inventory.addCapturePorts(toApp: index, on: client)
+            } catch {
+                logger.error("'\(app.name)' gets no capture ports: \(error)")
+                continue
+            }
+            if !inventory.apps[index].capturePorts.isEmpty { publisher.needsPublish = true }
+        }
     }
 
     /// How long without a cycle before the ticks go fast: `stallReportThreshold`, or earlier when

@@ -64,6 +64,8 @@ extension Router {
             status.jackPorts = link.client?.portCount ?? 0
             status.spareJackPorts = link.client?.spareNames.count ?? 0
             status.jackUnanswered = link.client?.unansweredRequest.map { RouterStatus.UnansweredRequest(request: $0.what, seconds: $0.seconds) }
+            status.reloadPending = reloadBacklog.descriptions
+            status.lastSaveFailure = keeper.lastFailure
             return status
         }
     }

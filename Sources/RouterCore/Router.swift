@@ -58,8 +58,11 @@ public final class Router: @unchecked Sendable {
         public var defaultChannelCount = 2
         /// Receives the state to keep (volumes, silent switch, selected route, ducking, apps)
         /// at most 200 ms after a change that the policy asks to save, coalesced, on the control
-        /// queue, and once more on stop if one is pending. It must not block: write elsewhere.
-        public var onSave: (@Sendable (SavedState) -> Void)?
+        /// queue, and once more on stop if one is pending. It must not block: write elsewhere,
+        /// then call `done` (any thread) with nil once written, or with why not: a save not
+        /// written stays pending and is handed over again (at growing intervals up to 30 s, and
+        /// at stop), so nothing is lost to a full or read-only disk that comes back.
+        public var onSave: (@Sendable (SavedState, _ done: @escaping @Sendable (_ failure: String?) -> Void) -> Void)?
 
         public init(session: Session, server: String? = nil) {
             self.session = session
@@ -98,8 +101,13 @@ public final class Router: @unchecked Sendable {
     var loudness: LoudnessMeters
     /// Meter loudness even when no duck aims at a target (session `loudness.meter`).
     let meterLoudness: Bool
-    /// The session file's ducking settings (`Configuration.fileDucking`; a reload brings the new file's).
+    /// The session file's ducking settings in force (`Configuration.fileDucking`): a reload
+    /// brings the new file's, each as its step applies.
     var fileDucking: DuckingSettings?
+    /// The session the router started with: what only a restart changes is compared with it.
+    let startSession: Session
+    /// What of the reloaded file waits for a restart (`ReloadBacklog`).
+    var reloadBacklog = ReloadBacklog()
     /// The loop behind loudness-targeted ducks, and its 100 ms timer (running while one is in force).
     var loudnessDucker = LoudnessDucker()
     var loudnessDuckTimer: DispatchSourceTimer?
@@ -151,6 +159,7 @@ public final class Router: @unchecked Sendable {
         housekeepingInterval = configuration.housekeepingInterval
         idleHousekeepingInterval = configuration.idleHousekeepingInterval
         let session = configuration.session
+        startSession = session
         rampMilliseconds = configuration.rampMilliseconds ?? session.rampMilliseconds
         publisher = PlanPublisher(gainSlotCapacity: configuration.engine.gainSlotCapacity)
         signals = SignalWatcher(capacity: configuration.engine.maxLevelWatches, logger: logger)
@@ -230,7 +239,7 @@ public final class Router: @unchecked Sendable {
 
     func stopOnQueue() {
         guard !stopped else { return }
-        keeper.flush(savedState())
+        handOverSave()
         stopped = true
         timer?.cancel()
         timer = nil
@@ -335,14 +344,20 @@ public final class Router: @unchecked Sendable {
     }
 
     /// Applies the edits between two versions of the session file while running (SIGHUP); see
-    /// `SessionReload`. Returns notes: what needs a restart, and any edit refused.
+    /// `SessionReload`. Returns notes: what needs a restart (the file's edits only a restart
+    /// applies, and the steps refused now, which wait for it: `ReloadBacklog`).
     public func reload(from old: Session, to new: Session) -> [String] {
         queue.sync {
             guard !stopped else { return ["the router has stopped"] }
-            fileDucking = new.ducking
-            return carryOut(SessionReload(from: old, to: new))
+            let channels = Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a })
+            reloadBacklog.setRestartEdits(SessionReload.restartEdits(running: startSession, channels: channels, file: new))
+            let edits = reloadBacklog.restartEdits.map { "\($0) changed: restart to apply" }
+            return edits + carryOut(SessionReload(from: old, to: new), ducking: (old.ducking, new.ducking))
         }
     }
+
+    /// What of the reloaded session file waits for a restart, as the log says it.
+    public var reloadPending: [String] { queue.sync { reloadBacklog.descriptions } }
 
     /// Sets an app's relative volume from a slider position 0...1 (cubic taper).
     public func setAppVolume(_ app: String, position: Double) throws(RouterError) {
@@ -388,20 +403,6 @@ public final class Router: @unchecked Sendable {
             coalescing = false
             if publisher.needsPublish && !stopped { republish() }
         }
-    }
-
-    /// What a restart should find, now (a session manager's save). A save request still waiting
-    /// for its 200 ms is answered by this one.
-    public func currentSavedState() -> SavedState {
-        queue.sync {
-            keeper.cancelPending()
-            return savedState()
-        }
-    }
-
-    func savedState() -> SavedState {
-        StateKeeper.savedState(policy.state, channels: Dictionary(inventory.apps.map { ($0.name, $0.channelCount) }, uniquingKeysWith: { a, _ in a }),
-                               defaultChannelCount: defaultChannelCount, fileDucking: fileDucking)
     }
 
     /// The peak of every app's and route's channels since the previous call (OSC meters: no

@@ -47,3 +47,10 @@ extension RouterError {
         }
     }
 }
+
+extension JackError {
+    /// A request refused because the server has not answered (in time, or an earlier request).
+    var isServerNotAnswering: Bool {
+        if case .serverNotAnswering = self { true } else { false }
+    }
+}

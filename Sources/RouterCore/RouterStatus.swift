@@ -1,4 +1,5 @@
 import Engine
+import Foundation
 import Policy
 /// A snapshot of the router for people and tests: what exists, at what level, and how the audio
 /// thread is doing.
@@ -114,10 +115,26 @@ public struct RouterStatus: Sendable, Equatable {
     /// `answerSeconds`) and still waits: until it returns, every change that asks the server is
     /// refused at once. nil while the server answers.
     public var jackUnanswered: UnansweredRequest?
+    /// What of the session file, as last reloaded (SIGHUP), waits for a restart: its edits only a
+    /// restart applies, and the steps the running router refused (`ReloadBacklog`).
+    public var reloadPending: [String] = []
 
     public struct UnansweredRequest: Equatable, Sendable {
         public var request: String
         public var seconds: Double
+    }
+
+    /// The last state save the receiver could not write (nil: none since start).
+    public var lastSaveFailure: SaveFailure?
+
+    /// A state save that could not be written: when, why, and whether none has been written since.
+    public struct SaveFailure: Equatable, Sendable {
+        public var at: Date
+        public var reason: String
+        /// Nothing written since: the save is tried again (`StateKeeper`).
+        public var retrying: Bool
+        /// Failed hand-overs in a row.
+        public var attempts: Int
     }
 }
 

@@ -2,14 +2,15 @@ import Policy
 import SessionStore
 
 /// What applying an edited session file while running (SIGHUP) means: the steps that turn the
-/// old file's setup into the new one's, and notes for what needs a restart. Pure: a diff of two
+/// old file's setup into the new one's, and what needs a restart. Pure: a diff of two
 /// sessions, it owns nothing and touches nothing; the router carries the steps out in order.
 ///
 /// Apps added, removed or reconfigured (category, options, mode, remote commands, resume, channel
 /// map, `connect`, `exclusive`, activation, `unduckAfter`), ducking settings and rules, and
 /// volumes the file changed. Run-time changes to anything the file did not change stay. What
 /// cannot change without re-registering the client (its name, routes, the input, ramp, an app's
-/// channel count) is left for a restart.
+/// channel count) or restarting a listener (OSC, HTTP, loudness metering) is left for a restart
+/// (`restartEdits`), and so is a step the running router refuses (`ReloadBacklog`).
 struct SessionReload {
     enum Step: Equatable {
         /// Policy events, each applied on its own; a refusal becomes a note headed `label`.
@@ -20,14 +21,28 @@ struct SessionReload {
         case patchbay(app: String, connect: [PortPattern], exclusive: Bool)
     }
 
-    private(set) var notes: [String] = []
     private(set) var steps: [Step] = []
 
+    /// What in `file` differs from the session the router runs (`running`, as it started, and the
+    /// channel count of each app it has) in ways only a restart applies: "routes", "'x' channel
+    /// count". Compared with what runs, not with the file read before, so an edit taken back
+    /// before the restart no longer waits for it.
+    static func restartEdits(running: Session, channels: [String: Int], file: Session) -> [String] {
+        var edits: [String] = []
+        if running.client != file.client { edits.append("client name") }
+        if running.routes != file.routes { edits.append("routes") }
+        if running.input != file.input { edits.append("input") }
+        if running.rampMilliseconds != file.rampMilliseconds { edits.append("ramp") }
+        for app in file.apps {
+            if let count = channels[app.name], count != app.channelCount { edits.append("'\(app.name)' channel count") }
+        }
+        if running.osc != file.osc { edits.append("OSC settings") }
+        if running.http != file.http { edits.append("HTTP settings") }
+        if running.loudness != file.loudness { edits.append("loudness settings") }
+        return edits
+    }
+
     init(from old: Session, to new: Session) {
-        if old.client != new.client { notes.append("client name changed: restart to apply") }
-        if old.routes != new.routes { notes.append("routes changed: restart to apply") }
-        if old.input != new.input { notes.append("input changed: restart to apply") }
-        if old.rampMilliseconds != new.rampMilliseconds { notes.append("ramp changed: restart to apply") }
         var ducking: [PolicyEvent] = []
         if old.ducking.level != new.ducking.level { ducking.append(.setDucking(.level(new.ducking.level))) }
         if old.ducking.attack != new.ducking.attack { ducking.append(.setDucking(.attack(new.ducking.attack))) }
@@ -44,7 +59,6 @@ struct SessionReload {
                 steps.append(.add(app, volume: new.volumes.apps[app.name]))
                 continue
             }
-            if before.channelCount != app.channelCount { notes.append("'\(app.name)' channel count changed: restart to apply") }
             var events: [PolicyEvent] = []
             if before.configuration != app.configuration { events.append(.register(app.configuration)) }
             if before.channelMap != app.channelMap { events.append(.setChannelMap(app: app.name, app.channelMap)) }

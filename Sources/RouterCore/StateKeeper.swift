@@ -1,23 +1,53 @@
 import Dispatch
+import Foundation
 import Policy
 import SessionStore
 
 /// Persistence: what a restart should find (SessionStore.SavedState), and when to hand it over.
 /// Save requests of the policy are coalesced: the state is taken 200 ms after the first of a
-/// burst, and once more on stop if one is pending.
+/// burst, and once more on stop if one is pending. A save the receiver could not write (a full or
+/// read-only disk, no descriptor left) stays pending: it is tried again at housekeeping, at
+/// growing intervals (`retryDelays`), and at stop, and logged at a bounded rate.
 ///
-/// Owns: whether a save is pending, and how many were asked for. Must not touch: the file (the
-/// `onSave` receiver writes it elsewhere), the policy (it is handed a copy). Control queue only.
+/// Owns: whether a save is pending, how many were asked for, the hand-overs and their outcomes.
+/// Must not touch: the file (the `onSave` receiver writes it elsewhere), the policy (it is handed
+/// a copy). Control queue only.
 struct StateKeeper {
-    let onSave: (@Sendable (SavedState) -> Void)?
+    /// Writes a state elsewhere and calls its second argument with nil once written, or with why
+    /// not (`Router.Configuration.onSave`).
+    typealias Receiver = @Sendable (SavedState, _ done: @escaping @Sendable (_ failure: String?) -> Void) -> Void
+
+    typealias Failure = RouterStatus.SaveFailure
+
+    /// What the log should say about a hand-over's outcome (`finished`).
+    enum Report: Equatable {
+        case none
+        /// The first failure of a run of them, or one after `failureLogInterval` of silence.
+        case failed(reason: String, attempts: Int)
+        /// Written after `attempts` failed hand-overs.
+        case recovered(attempts: Int)
+    }
+
+    let onSave: Receiver?
     private(set) var pending = false
     private(set) var requests = 0
+    /// Hand-overs so far: the newest one's outcome says whether the state is written.
+    private(set) var handedOver = 0
+    private(set) var lastFailure: Failure?
+    /// When (monotonic seconds) the newest hand-over went, and the last failure was logged.
+    private var lastHandOver = -Double.infinity
+    private var lastFailureLogged = -Double.infinity
 
-    init(onSave: (@Sendable (SavedState) -> Void)?) {
+    /// Waits before trying a failed save again: the first, doubling up to the last.
+    static let retryDelays = (first: 1.0, maximum: 30.0)
+    /// A run of failures is logged at its first, then at most once in this many seconds.
+    static let failureLogInterval = 60.0
+
+    init(onSave: Receiver?) {
         self.onSave = onSave
     }
 
-    /// A save was asked for: true when the caller should arrange `flush` 200 ms from now.
+    /// A save was asked for: true when the caller should arrange `take` 200 ms from now.
     mutating func request() -> Bool {
         requests += 1
         guard onSave != nil, !pending else { return false }
@@ -25,11 +55,39 @@ struct StateKeeper {
         return true
     }
 
-    /// Hands `state` to the receiver if a save is pending.
-    mutating func flush(_ state: @autoclosure () -> SavedState) {
-        guard pending, let onSave else { return }
+    /// Takes the pending save for handing over (at `now`, monotonic seconds): its number for
+    /// `finished`, or nil when none is pending.
+    mutating func take(now: Double) -> Int? {
+        guard pending, onSave != nil else { return nil }
         pending = false
-        onSave(state())
+        handedOver += 1
+        lastHandOver = now
+        return handedOver
+    }
+
+    /// Whether a save that failed should be tried again now (housekeeping).
+    func shouldRetry(now: Double) -> Bool {
+        guard pending, let failure = lastFailure, failure.retrying else { return false }
+        let delay = min(Self.retryDelays.first * pow(2, Double(min(failure.attempts - 1, 16))), Self.retryDelays.maximum)
+        return now - lastHandOver >= delay
+    }
+
+    /// The receiver's outcome for hand-over `number` (nil: written), at `now` (monotonic
+    /// seconds) and `date`. A failure of the newest hand-over makes the save pending again; an
+    /// older one's outcome is overtaken by the newer hand-over's.
+    mutating func finished(_ number: Int, failure: String?, now: Double, date: Date = Date()) -> Report {
+        guard number == handedOver else { return .none }
+        guard let failure else {
+            guard let last = lastFailure, last.retrying else { return .none }
+            lastFailure?.retrying = false
+            return .recovered(attempts: last.attempts)
+        }
+        pending = true
+        let attempts = lastFailure?.retrying == true ? lastFailure!.attempts + 1 : 1
+        lastFailure = Failure(at: date, reason: failure, retrying: true, attempts: attempts)
+        guard attempts == 1 || now - lastFailureLogged >= Self.failureLogInterval else { return .none }
+        lastFailureLogged = now
+        return .failed(reason: failure, attempts: attempts)
     }
 
     /// A save was taken some other way (a session manager's save): the pending one is answered.

@@ -174,13 +174,20 @@ struct Run: ParsableCommand {
         configuration.fileDucking = loaded.ducking
         if let nsm {
             // The manager decides when to save: a change only makes the session dirty.
-            configuration.onSave = { _ in
+            configuration.onSave = { _, done in
                 if !dirty.exchange(true, ordering: .acquiringAndReleasing) { nsm.setDirty(true) }
+                done(nil)
             }
         } else {
-            configuration.onSave = { state in
+            // A save not written is kept by the router and handed over again (it logs it).
+            configuration.onSave = { state, done in
                 saves.async {
-                    do throws(StateFile.LoadError) { try stateFile.save(state) } catch { logger.error("\(error)") }
+                    do throws(StateFile.LoadError) {
+                        try stateFile.save(state)
+                        done(nil)
+                    } catch {
+                        done(error.description)
+                    }
                 }
             }
         }
@@ -351,10 +358,8 @@ struct Run: ParsableCommand {
                 logger.error("reload refused: the router keeps running the session as it was")
                 return
             }
-            var notes = router.reload(from: fileSession.session, to: new)
-            if new.osc != fileSession.session.osc { notes.append("OSC settings changed: restart to apply") }
-            if new.http != fileSession.session.http { notes.append("HTTP settings changed: restart to apply") }
-            if new.loudness != fileSession.session.loudness { notes.append("loudness settings changed: restart to apply") }
+            // Notes: what waits for a restart (edits only a restart applies, steps refused).
+            let notes = router.reload(from: fileSession.session, to: new)
             fileSession.session = new
             // Ready before the log line that says it is done (what a reader of the log waits for).
             notifier.ready(status: readyStatus)
@@ -389,6 +394,9 @@ struct Run: ParsableCommand {
         router.stop()      // hands over a pending save
         remoteRoutes.stop()   // senders after the router: their ports going is not a route lost
         saves.sync {}      // and waits for it to be written
+        if let failure = router.lastSaveFailure, failure.retrying {
+            logger.error("stopping with the last changes unsaved: \(failure.reason)", metadata: ["file": "\(stateFile.path)"])
+        }
         Foundation.exit(0)
     }
 }

@@ -227,7 +227,7 @@ struct ControlPlaneTests {
         var configuration = Router.Configuration(session: Bench.session(apps: [Session.App(name: "a", category: .playback)]),
                                                  server: server.name)
         // The save receiver runs on the control queue, inside a closure that holds the router.
-        configuration.onSave = { _ in
+        configuration.onSave = { _, _ in
             started.signal()
             proceed.wait()
         }

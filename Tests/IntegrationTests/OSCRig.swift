@@ -24,6 +24,8 @@ final class OSCRig {
     let sessionFile: URL
     private let sessionText: (UInt16) -> String
     private let stderrFile: URL
+    /// Where the daemon keeps its state (`--state`); nil: beside the session.
+    private let statePath: URL?
 
     static let sourceOutputs = ["music_L", "music_R", "nav", "game_L", "game_R", "extra_L", "extra_R"]
     enum Channel: Int { case speaker1, speaker2, phones1, phones2 }
@@ -55,10 +57,11 @@ final class OSCRig {
     }
 
     /// `apps`: more apps (JSON objects, comma-separated) after music, nav and game; `http`: with
-    /// the HTTP server, on a free port of its own.
+    /// the HTTP server, on a free port of its own; `state`: the state file (`--state`).
     init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "", input: [String] = [],
-         http: Bool = false) throws {
+         http: Bool = false, state: URL? = nil) throws {
         self.http = http
+        statePath = state
         server = try JackServer(period: 256)
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
@@ -70,8 +73,8 @@ final class OSCRig {
         try OSCPorts.withFreePort { port in try startDaemon(port: port) }
     }
 
-    /// The state file the daemon keeps beside the session.
-    var stateFile: URL { sessionFile.deletingPathExtension().appendingPathExtension("state.json") }
+    /// The state file the daemon keeps (beside the session unless `state` said where).
+    var stateFile: URL { statePath ?? sessionFile.deletingPathExtension().appendingPathExtension("state.json") }
 
     /// What the state file holds now (nil: none yet, or unreadable).
     func savedState() -> SavedState? { (try? StateFile(path: stateFile.path).load()) ?? nil }
@@ -85,7 +88,8 @@ final class OSCRig {
         }
         // The same HTTP port across restarts (a page open in a browser reconnects to it).
         if http && httpPort == 0 { httpPort = try OSCPorts.free() }
-        daemon = try launchDaemon(["--server", server.name, "--http-port", "\(httpPort)", sessionFile.path], log: stderrFile)
+        daemon = try launchDaemon(["--server", server.name, "--http-port", "\(httpPort)"] + (statePath.map { ["--state", $0.path] } ?? [])
+                                      + [sessionFile.path], log: stderrFile)
         try waitForDaemon(daemon, port: port, log: self.log, "the router's connections") {
             recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
                 && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
@@ -150,10 +154,14 @@ final class OSCRig {
 
     /// `/state`'s settings, as a JSON object.
     func settings() throws -> [String: Any] {
+        try #require(try state()["settings"] as? [String: Any])
+    }
+
+    /// `/state`, as a JSON object.
+    func state() throws -> [String: Any] {
         let reply = try #require(try query("/state", transport: .tcp))
         guard case let .string(json) = reply.arguments[1] else { throw Unexpected(description: "\(reply)") }
-        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-        return try #require(object?["settings"] as? [String: Any])
+        return try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
     }
 
     /// The xruns the router has counted (`/state` engine.xruns), and the cycles it saw missed

@@ -100,6 +100,33 @@ struct PersistenceTests {
         // stopped saving could.
         #expect(roundsSaved >= 3, "the state file changed in \(roundsSaved) of 20 rounds")
     }
+
+    @Test("a save that fails (the state file's file system read-only) is kept and tried again, /state says when and why it failed, and once the file can be written the change is in it, at SIGTERM at the latest",
+          .enabled(if: ScratchMount.isPossible, "needs to mount a tmpfs (root with CAP_SYS_ADMIN): root writes through chmod, so only a read-only mount makes a save fail"))
+    func failedSaveKept() throws {
+        let mount = try ScratchMount()
+        defer { mount.remove() }
+        let rig = try OSCRig(state: mount.directory.appendingPathComponent("rig.state.json"))
+        defer { rig.close() }
+        func musicOnDisk() -> Double? { rig.savedState()?.appVolumes["music"] }
+        #expect(try rig.query("/app/music/volume", [.float(0.3)])?.path == "/reply")
+        try waitFor("the first save", timeout: 5) { musicOnDisk().map { abs($0 - 0.3) < 1e-6 } == true }
+
+        try mount.setReadOnly(true)
+        #expect(try rig.query("/app/music/volume", [.float(0.7)])?.path == "/reply")
+        try waitFor("the failed save in the log", timeout: 5) { rig.log.contains("Read-only file system") }
+        #expect(musicOnDisk().map { abs($0 - 0.3) < 1e-6 } == true, "the read-only file still holds the earlier save")
+        let engine = try #require(try rig.state()["engine"] as? [String: Any])
+        let failure = engine["lastSaveFailure"] as? [String: Any]
+        #expect((failure?["error"] as? String)?.contains("Read-only file system") == true && failure?["at"] is String
+                    && failure?["retrying"] as? Bool == true, "\(engine)")
+
+        try mount.setReadOnly(false)
+        rig.daemon.terminate()
+        finish(rig.daemon)
+        #expect(rig.daemon.terminationReason == .exit && rig.daemon.terminationStatus == 0)
+        #expect(musicOnDisk().map { abs($0 - 0.7) < 1e-6 } == true, "music at \(String(describing: musicOnDisk())) on disk\n\(rig.log)")
+    }
 }
 
 @Suite("SIGHUP reloads the session file", .serialized)
@@ -146,5 +173,80 @@ struct ReloadTests {
         #expect(abs((apps.first { $0["name"] as? String == "music" }?["volume"] as? Double ?? 0) - 0.3) < 1e-6, "a run-time change the file did not touch stays")
         #expect(rig.recorder.client.ports(matching: "duckrouter:nav_.*").isEmpty, "nav's ports are gone")
         #expect(try String(contentsOf: rig.sessionFile, encoding: .utf8) == edited, "the file is never written")
+    }
+
+    @Test("SIGHUP that adds a route and a ducking rule on it: the rule waits for the restart (log, /state), a save meanwhile does not keep the running rules as a run-time change, and after the restart the file's rule is in force")
+    func ruleOnNewRoute() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let routes = OSCRig.defaultRoutes + #", {"name": "line", "ports": ["recorder:line_1"]}"#
+        let rule = #"{"ducker": "nav", "ducked": "music", "route": "line", "level": -30}"#
+        let edited = OSCRig.session(port: rig.port, routes: routes)
+            .replacingOccurrences(of: "\"apps\": [", with: "\"ducking\": {\"rules\": [\(rule)]},\n  \"apps\": [")
+        try edited.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
+        kill(rig.daemon.processIdentifier, SIGHUP)
+        try waitFor("the reload") { rig.log.contains("reloaded the session file") }
+        func rules(_ settings: [String: Any]) -> [[String: Any]] { (settings["ducking"] as? [String: Any])?["rules"] as? [[String: Any]] ?? [] }
+        #expect(rules(try rig.settings()).isEmpty, "the route is not there until the restart, nor the rule on it")
+        let pending = try rig.settings()["reloadPending"] as? [String] ?? []
+        #expect(pending.contains { $0.hasPrefix("ducking rules") } && pending.contains { $0.hasPrefix("routes changed") }, "\(pending)")
+        #expect(rig.log.contains("reload: ducking rules"), "\(rig.log)")
+
+        // A save after the reload: the running rules are what the file had, not a change made at run time.
+        #expect(try rig.query("/app/music/volume", [.float(0.3)])?.path == "/reply")
+        try waitFor("the save", timeout: 5) { rig.savedState()?.appVolumes["music"].map { abs($0 - 0.3) < 1e-6 } == true }
+        #expect(rig.savedState()?.ducking.rules == nil, "\(String(describing: rig.savedState()?.ducking))")
+
+        try rig.killAndRestart()
+        let after = try rig.settings()
+        let line = rules(after).first { $0["route"] as? String == "line" }
+        #expect(line?["ducker"] as? String == "nav" && line?["ducked"] as? String == "music" && line?["level"] as? Double == -30,
+                "\(rules(after))\n\(rig.log)")
+        #expect(after["reloadPending"] as? [String] ?? [] == [], "nothing waits after the restart")
+    }
+}
+
+/// A small tmpfs of a test's own, under the temporary folder: remounted read-only, it makes a
+/// write fail for root too (for whom permissions do not).
+final class ScratchMount {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-mount-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            try Self.mount(["-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", directory.path])
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    func setReadOnly(_ readOnly: Bool) throws {
+        try Self.mount(["-o", readOnly ? "remount,ro" : "remount,rw", directory.path])
+    }
+
+    func remove() {
+        try? Self.mount([directory.path], tool: "/usr/bin/umount")
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Whether a tmpfs can be mounted here (root with CAP_SYS_ADMIN).
+    static let isPossible: Bool = {
+        guard let probe = try? ScratchMount() else { return false }
+        probe.remove()
+        return true
+    }()
+
+    private static func mount(_ arguments: [String], tool: String = "/usr/bin/mount") throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Unexpected(description: "\(tool) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+        }
     }
 }

@@ -2,6 +2,9 @@ import Foundation
 import JackHost
 import JackTestSupport
 import OSCTransport
+import Policy
+import RouterCore
+import SessionStore
 import Testing
 
 /// Issue 7, acceptance 1: jackd is killed while music plays (ducked by an active nav prompt, at a
@@ -272,6 +275,43 @@ struct ServerRestartTests {
         try waitFor("the app added while the server was frozen to have its ports", timeout: 5) {
             rig.recorder.client.portExists("duckrouter:synth_in_1") && rig.recorder.client.portExists("duckrouter:synth_in_2")
         }
+    }
+
+    @Test("an app made a recording one while the server is frozen gets its capture ports once the server answers again (the watchdog off: the server is not given up, as a slow one whose cycles run is not)")
+    func captureWhileFrozen() throws {
+        let server = try JackServer(period: 256)
+        defer { server.stop() }
+        let source = try TestClient(name: "source", server: server.name, outputs: ["mic_1", "mic_2"])
+        defer { source.close() }
+        var session = Session()
+        session.routes = [Session.Route(name: "speaker", ports: ["recorder:speaker_1", "recorder:speaker_2"])]
+        session.input.ports = ["source:mic_1", "source:mic_2"]
+        session.apps = [Session.App(name: "voice", category: .playback)]
+        var configuration = Router.Configuration(session: session, server: server.name)
+        configuration.watchdogSeconds = 0
+        let router = try Router(configuration: configuration)
+        defer { router.stop() }
+        #expect(router.status().apps.first { $0.name == "voice" }?.ports.contains { $0.contains("capture") } == false)
+
+        server.suspend()
+        defer { server.resume() }
+        // The capture ports are asked of a server that does not answer: refused after the deadline.
+        try router.perform(.setCategory(app: "voice", category: .playAndRecord, options: [], mode: .default))
+        #expect(router.policyState.app("voice")?.configuration.category == .playAndRecord)
+        let ports = router.status().apps.first { $0.name == "voice" }?.ports ?? []
+        #expect(!ports.contains { $0.contains("capture") }, "refused while the server does not answer: \(ports)")
+        server.resume()
+        var opened: JackClient?
+        try waitFor("a client to open on the server again") {
+            opened = try? JackClient(name: "observer", server: server.name)
+            return opened != nil
+        }
+        let observer = try #require(opened)
+        defer { observer.close() }
+        try waitFor("voice's capture ports once the server answers", timeout: 10) {
+            observer.portExists("duckrouter:voice_capture_1") && observer.portExists("duckrouter:voice_capture_2")
+        }
+        #expect(router.status().jackConnected, "not given up: the ports came on the same client")
     }
 
     @Test("stopped while the frozen server it gave up still holds the client's close: the daemon saves, exits 0 within a few seconds, and does not crash")

@@ -37,3 +37,75 @@ struct StateKeeperTests {
         #expect(notes.isEmpty && merged.ducking.target == nil && merged.ducking.floor == -30 && merged.ducking.rules.count == 2)
     }
 }
+
+/// A save the receiver could not write stays pending and is tried again; the outcome of the
+/// newest hand-over decides; failures are logged at the first of a run, then once a minute.
+@Suite("A failed state save is kept")
+struct FailedSaveTests {
+    static func keeper() -> StateKeeper { StateKeeper(onSave: { _, _ in }) }
+
+    @Test("a failed save stays pending and is tried again after 1 s, then 2 s, 4 s...; once written it is no longer retried and the failure stays on record")
+    func keptAndRetried() throws {
+        var keeper = Self.keeper()
+        let asked = keeper.request()
+        #expect(asked)
+        let firstTaken = keeper.take(now: 0)
+        let first = try #require(firstTaken)
+        let again = keeper.take(now: 0)
+        #expect(!keeper.pending && again == nil, "handed over once")
+        var report = keeper.finished(first, failure: "Read-only file system", now: 0.1)
+        #expect(report == .failed(reason: "Read-only file system", attempts: 1))
+        #expect(keeper.pending, "kept")
+        #expect(keeper.lastFailure?.retrying == true && keeper.lastFailure?.reason == "Read-only file system")
+        #expect(!keeper.shouldRetry(now: 0.9) && keeper.shouldRetry(now: 1.0))
+        let secondTaken = keeper.take(now: 1.0)
+        let second = try #require(secondTaken)
+        report = keeper.finished(second, failure: "Read-only file system", now: 1.1)
+        #expect(report == .none, "a run of failures is logged at its first")
+        #expect(keeper.pending && keeper.lastFailure?.attempts == 2)
+        #expect(!keeper.shouldRetry(now: 2.9) && keeper.shouldRetry(now: 3.0), "2 s after the second")
+        let thirdTaken = keeper.take(now: 3.0)
+        let third = try #require(thirdTaken)
+        report = keeper.finished(third, failure: nil, now: 3.1)
+        #expect(report == .recovered(attempts: 2))
+        #expect(!keeper.pending && !keeper.shouldRetry(now: 100))
+        #expect(keeper.lastFailure?.retrying == false && keeper.lastFailure?.attempts == 2, "on record for /state")
+    }
+
+    @Test("an older hand-over's outcome is overtaken by a newer one's: its failure does not make a save pending; a change while saves fail joins the save that is owed")
+    func newestDecides() throws {
+        var keeper = Self.keeper()
+        _ = keeper.request()
+        let olderTaken = keeper.take(now: 0)
+        let older = try #require(olderTaken)
+        _ = keeper.request()
+        let newerTaken = keeper.take(now: 0.2)
+        let newer = try #require(newerTaken)
+        var report = keeper.finished(older, failure: "No space left on device", now: 0.3)
+        #expect(report == .none)
+        #expect(!keeper.pending && keeper.lastFailure == nil)
+        report = keeper.finished(newer, failure: "No space left on device", now: 0.4)
+        #expect(report == .failed(reason: "No space left on device", attempts: 1))
+        #expect(keeper.pending)
+        let scheduled = keeper.request()
+        #expect(!scheduled && keeper.pending && keeper.requests == 3)
+    }
+
+    @Test("a run of failures is logged at its first and then at most once a minute, with the count")
+    func boundedLog() throws {
+        var keeper = Self.keeper()
+        _ = keeper.request()
+        var logged: [StateKeeper.Report] = []
+        var attempts = 0
+        for second in 0..<130 {
+            let now = Double(second)
+            guard second == 0 || keeper.shouldRetry(now: now), let number = keeper.take(now: now) else { continue }
+            attempts += 1
+            let report = keeper.finished(number, failure: "Too many open files", now: now)
+            if report != .none { logged.append(report) }
+        }
+        #expect(attempts == 9, "at 0, 1, 3, 7, 15, 31, 61, 91 and 121 s")
+        #expect(logged == [.failed(reason: "Too many open files", attempts: 1), .failed(reason: "Too many open files", attempts: 7),
+                           .failed(reason: "Too many open files", attempts: 9)])
+    }
+}

@@ -1,0 +1,117 @@
+import Policy
+import SessionStore
+
+/// What of the session file's edits (SIGHUP reloads) waits for a restart: the edits only a restart
+/// applies (routes, the input, the client name...), and the steps the running router refused (a
+/// ducking rule on a route the file added). The restart reads the file, so each applies then, as
+/// long as the state file does not hold the running value over it: `laid(over:)` puts in the
+/// saved state what the waiting steps set, so a save never keeps the value they were to replace
+/// as a change made at run time.
+///
+/// Owns: the list. Pure; a field of the router, control queue only.
+struct ReloadBacklog: Equatable {
+    struct Step: Equatable {
+        /// What the step sets ("ducking rules", "channel map of 'x'"): a later reload's step on
+        /// the same subject takes its place, or ends its wait when it applies.
+        var subject: String
+        /// Why it waits, as the log says it.
+        var reason: String
+        /// The change it was to make (nil: none the state file keeps).
+        var event: PolicyEvent?
+    }
+
+    /// Edits of the file that only a restart applies, as of the last reload ("routes changed").
+    private(set) var restartEdits: [String] = []
+    /// Steps refused, oldest first.
+    private(set) var steps: [Step] = []
+
+    /// What waits, for the log and `/state`: the edits, then the refused steps.
+    var descriptions: [String] {
+        restartEdits.map { "\($0) changed: restart to apply" } + steps.map { "\($0.subject): \($0.reason); waits for a restart" }
+    }
+
+    /// The edits that need a restart, found by the last reload (in place of those found before).
+    mutating func setRestartEdits(_ edits: [String]) { restartEdits = edits }
+
+    /// A step that did not apply: it waits, in place of any earlier one on its subject.
+    mutating func refused(_ step: Step) {
+        steps.removeAll { $0.subject == step.subject }
+        steps.append(step)
+    }
+
+    /// A step that applied: an earlier one on its subject no longer waits.
+    mutating func applied(subject: String) {
+        steps.removeAll { $0.subject == subject }
+    }
+
+    /// What a reload step's event sets, in the words of the log.
+    static func subject(of event: PolicyEvent, label: String) -> String {
+        switch event {
+        case let .setDucking(parameter):
+            switch parameter {
+            case .level: "ducking level"
+            case .attack: "ducking attack"
+            case .release: "ducking release"
+            case .target: "ducking target"
+            case .floor: "ducking floor"
+            }
+        case .setDuckingRules: "ducking rules"
+        case let .register(configuration): "configuration of '\(configuration.name)'"
+        case let .unregister(app): "app '\(app)'"
+        case let .setChannelMap(app, _): "channel map of '\(app)'"
+        case let .setActivation(app, _, _): "activation of '\(app)'"
+        case let .setAppVolume(app, _): "volume of '\(app)'"
+        case let .setSystemVolume(route, _): "volume of route '\(route)'"
+        case let .activate(app): "'\(app)' active at start"
+        default: label
+        }
+    }
+
+    /// `state` with what the waiting steps set: the values the restart's file brings where the
+    /// state file would keep them, and nothing where the file's own stands when the state is
+    /// silent (the target, floor and rules).
+    func laid(over state: SavedState) -> SavedState {
+        var state = state
+        func app(_ name: String, _ change: (inout SavedState.App) -> Void) {
+            guard let index = state.apps.firstIndex(where: { $0.name == name }) else { return }
+            change(&state.apps[index])
+        }
+        for event in steps.compactMap(\.event) {
+            switch event {
+            case let .setDucking(.level(value)): state.ducking.level = value
+            case let .setDucking(.attack(value)): state.ducking.attack = value
+            case let .setDucking(.release(value)): state.ducking.release = value
+            case .setDucking(.target): state.ducking.target = nil
+            case .setDucking(.floor): state.ducking.floor = nil
+            case .setDuckingRules: state.ducking.rules = nil
+            case let .setAppVolume(name, volume):
+                if case let .position(position) = volume { state.appVolumes[name] = position } else { state.appVolumes[name] = nil }
+            case let .setSystemVolume(route, volume):
+                if case let .position(position) = volume { state.routeVolumes[route] = position } else { state.routeVolumes[route] = nil }
+            case let .unregister(name):
+                state.apps.removeAll { $0.name == name }
+                state.appVolumes[name] = nil
+            case let .register(configuration):
+                app(configuration.name) { saved in
+                    saved.category = configuration.category.rawValue
+                    saved.options = configuration.options.map(\.rawValue).sorted()
+                    saved.mode = configuration.mode.rawValue
+                    saved.remote = configuration.remoteCommands.map(\.rawValue).sorted()
+                    saved.resume = configuration.resume.rawValue
+                    saved.activation = configuration.activation == .osc ? nil : configuration.activation.rawValue
+                }
+            case let .setChannelMap(name, links):
+                app(name) { $0.channelmap = links?.map { .init(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") } }
+            case let .setActivation(name, activation, signal):
+                app(name) { saved in
+                    saved.activation = activation == .osc ? nil : activation.rawValue
+                    let detection = signal ?? SignalDetection()
+                    saved.signal = detection == SignalDetection() ? nil : .init(detection)
+                }
+            default:
+                break
+            }
+        }
+        return state
+    }
+}

@@ -1,0 +1,62 @@
+import Policy
+@testable import RouterCore
+import SessionStore
+import Testing
+
+/// What waits for a restart after a reload, and what it does to the state a save keeps: the
+/// values the restart's file brings, never the running ones as changes made at run time.
+@Suite("Reload steps that wait for a restart")
+struct ReloadBacklogTests {
+    static let saved = SavedState(
+        silent: false, selectedRoute: nil,
+        ducking: .init(level: -14, attack: 100, release: 500, rules: []),
+        routeVolumes: ["speaker": 1], appVolumes: ["music": 0.5],
+        apps: [SavedState.App(name: "music", category: "multiRoute", options: [], mode: "default", remote: [], resume: "app",
+                              channels: 2, channelmap: nil)])
+
+    @Test("refused steps are laid over the saved state: the rules left to the file, the file's map and volumes kept; a step that applies later ends the wait")
+    func laidOver() {
+        var backlog = ReloadBacklog()
+        let rule = DuckingRule(ducker: "nav", ducked: "music", route: "line", level: -30)
+        let map = [ChannelLink(appChannel: 1, route: "line", routeChannel: 1)]
+        for event: PolicyEvent in [.setDuckingRules([rule]), .setChannelMap(app: "music", map),
+                                   .setSystemVolume(route: "line", .position(0.4))] {
+            backlog.refused(.init(subject: ReloadBacklog.subject(of: event, label: "x"), reason: "no route named 'line'", event: event))
+        }
+        backlog.setRestartEdits(["routes"])
+        #expect(backlog.descriptions == ["routes changed: restart to apply",
+                                         "ducking rules: no route named 'line'; waits for a restart",
+                                         "channel map of 'music': no route named 'line'; waits for a restart",
+                                         "volume of route 'line': no route named 'line'; waits for a restart"])
+        let state = backlog.laid(over: Self.saved)
+        #expect(state.ducking.rules == nil, "the file's rules stand at the restart")
+        #expect(state.apps.first?.channelmap == [SavedState.ChannelMapLine(channel: 1, target: "line:1")])
+        #expect(state.routeVolumes == ["speaker": 1, "line": 0.4])
+
+        // A later reload's step on the same subject: refused again, it takes the place; applied, the wait ends.
+        backlog.refused(.init(subject: "ducking rules", reason: "again", event: .setDuckingRules([])))
+        #expect(backlog.steps.filter { $0.subject == "ducking rules" }.map(\.reason) == ["again"])
+        backlog.applied(subject: "ducking rules")
+        backlog.applied(subject: "channel map of 'music'")
+        backlog.setRestartEdits([])
+        #expect(backlog.descriptions == ["volume of route 'line': no route named 'line'; waits for a restart"])
+        #expect(backlog.laid(over: Self.saved).ducking.rules == [] && backlog.laid(over: Self.saved).apps == Self.saved.apps)
+    }
+}
+
+@Suite("Reload edits that need a restart")
+struct RestartEditsTests {
+    @Test("compared with the session the router started with: an added route waits for the restart, and no longer once the edit is taken back; a changed channel count of a running app does too")
+    func comparedWithRunning() {
+        var running = Session()
+        running.routes = [Session.Route(name: "speaker", ports: ["system:playback_1"])]
+        running.apps = [Session.App(name: "music", category: .playback)]
+        var edited = running
+        edited.routes.append(Session.Route(name: "line", ports: ["system:playback_2"]))
+        edited.apps[0].channelCount = 1
+        edited.osc.port = 9000
+        #expect(SessionReload.restartEdits(running: running, channels: ["music": 2], file: edited)
+                    == ["routes", "'music' channel count", "OSC settings"])
+        #expect(SessionReload.restartEdits(running: running, channels: ["music": 2], file: running).isEmpty)
+    }
+}
