@@ -1,0 +1,168 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// Issue 36: the HTTP server's connections are bounded before and after admission (docs/HTTP.md,
+/// "Limits"), against the running daemon bound to every interface, admitting 127.0.0.1 (refused
+/// clients come from 127.0.0.2).
+@Suite("HTTP connection limits of the running daemon", .serialized)
+struct HTTPLimitsTests {
+    static let refusing = #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32"]"#
+
+    /// The descriptors `pid` holds now.
+    static func descriptors(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    /// `/state`'s `http` object.
+    static func httpState(_ rig: OSCRig) throws -> [String: Int] {
+        let reply = try #require(try rig.query("/state", transport: .tcp))
+        guard case let .string(json) = reply.arguments[1],
+              let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let http = object["http"] as? [String: Int] else { throw Unexpected(description: "no http object in /state: \(reply)") }
+        return http
+    }
+
+    /// Raises this process's soft descriptor limit to at least `count` (as far as the hard one
+    /// allows): the test holds many sockets at once.
+    static func allowDescriptors(_ count: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(count) else { return }
+        limit.rlim_cur = min(limit.rlim_max, rlim_t(count))
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// Counts how many descriptors a process holds, many times a second, until stopped: the most
+    /// it saw.
+    final class DescriptorWatch: @unchecked Sendable {
+        // @unchecked: `most` and `running` are read and written only under `lock`.
+        private let lock = NSLock()
+        private var most = 0
+        private var running = true
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ pid: Int32) {
+            Thread.detachNewThread { [self] in
+                while lock.withLock({ running }) {
+                    let count = HTTPLimitsTests.descriptors(pid)
+                    lock.withLock { most = max(most, count) }
+                    usleep(2000)
+                }
+                done.signal()
+            }
+        }
+
+        func stop() -> Int {
+            lock.withLock { running = false }
+            done.wait()
+            return lock.withLock { most }
+        }
+    }
+
+    @Test("1,500 connections held open by a refused host grow the daemon's descriptors by a bounded amount; an allowed GET, OSC TCP /state and a state save still succeed")
+    func refusedFlood() throws {
+        Self.allowDescriptors(4096)
+        let rig = try OSCRig(osc: Self.refusing, http: true)
+        defer { rig.close() }
+        let pid = rig.daemon.processIdentifier
+        let before = Self.descriptors(pid)
+        let watch = DescriptorWatch(pid)
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let started = Date()
+        for _ in 0..<1500 { held.append(try HTTPClient.connection(port: rig.httpPort, Data(), source: "127.0.0.2", timeout: 5)) }
+        let opening = Date().timeIntervalSince(started)
+        // While they are held: the daemon still serves an allowed peer on every surface.
+        let answered = try HTTPClient.get(port: rig.httpPort, "/app/music/volume?VALUE", source: "127.0.0.1", timeout: 3)
+        #expect(answered.status == 200, "\(answered.status) \(answered.text)")
+        #expect(try rig.settings()["apps"] != nil, "OSC TCP /state answers")
+        #expect(try rig.query("/app/music/volume", [.float(0.3)])?.path == "/reply")
+        try waitFor("the change to be saved", timeout: 5) {
+            rig.savedState()?.appVolumes["music"].map { abs($0 - 0.3) < 1e-6 } == true
+        }
+        let most = watch.stop()
+        // Every refused peer was answered 403 and closed: its end reads the answer, then the end.
+        var answers = 0
+        for fd in held.prefix(50) {
+            var buffer = [UInt8](repeating: 0, count: 512)
+            var text = Data()
+            while true {
+                let n = recv(fd, &buffer, buffer.count, 0)
+                if n <= 0 { break }
+                text.append(contentsOf: buffer[0..<n])
+            }
+            if String(decoding: text, as: UTF8.self).hasPrefix("HTTP/1.1 403") { answers += 1 }
+        }
+        print("HTTPLimitsTests: 1500 refused connections opened in \(String(format: "%.2f", opening)) s; daemon descriptors \(before) before, at most \(most) meanwhile")
+        #expect(most - before < 100, "the daemon's descriptors grew from \(before) to \(most)")
+        #expect(answers == 50, "\(answers) of the first 50 refused connections read a 403 before the end")
+        let http = try Self.httpState(rig)
+        #expect(http["refused"] == 1500 && http["open"] == 0, "\(http)")
+    }
+
+    @Test("refusals are logged at a bounded rate: 300 refused connections give at most 3 lines")
+    func refusalLogBounded() throws {
+        let rig = try OSCRig(osc: Self.refusing, http: true)
+        defer { rig.close() }
+        for _ in 0..<300 {
+            let refused = try HTTPClient.get(port: rig.httpPort, "/", source: "127.0.0.2", timeout: 3)
+            #expect(refused.status == 403 && refused.text.contains("osc.allow"))
+        }
+        let lines = rig.log.components(separatedBy: "\n").filter { $0.contains("refused HTTP") }
+        #expect((1...3).contains(lines.count), "\(lines.count) lines: \(lines.prefix(5))")
+        #expect(try Self.httpState(rig)["refused"] == 300)
+    }
+
+    @Test("a header sent one byte a second by an allowed host is closed at the deadline (10 s from acceptance)")
+    func slowLoris() throws {
+        let rig = try OSCRig(osc: Self.refusing, http: true)
+        defer { rig.close() }
+        let header = Data("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: \(String(repeating: "a", count: 64))".utf8)
+        let started = Date()
+        let fd = try HTTPClient.connection(port: rig.httpPort, Data(), source: "127.0.0.1", timeout: 1)
+        defer { close(fd) }
+        var closedAfter: Double?
+        var sent = 0
+        while closedAfter == nil, Date().timeIntervalSince(started) < 20, sent < header.count {
+            let byte = [header[sent]]
+            if send(fd, byte, 1, Int32(MSG_NOSIGNAL)) != 1 {
+                closedAfter = Date().timeIntervalSince(started)
+                break
+            }
+            sent += 1
+            // A second, or until the server closes (recv: 0, or a reset).
+            var buffer = [UInt8](repeating: 0, count: 256)
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 1000) > 0, recv(fd, &buffer, buffer.count, 0) <= 0 {
+                closedAfter = Date().timeIntervalSince(started)
+            }
+        }
+        print("HTTPLimitsTests: a slow header was closed after \(closedAfter.map { String(format: "%.1f", $0) } ?? "never") s, \(sent) bytes sent")
+        let seconds = try #require(closedAfter, "the slow header was never closed (\(sent) bytes sent)")
+        #expect(seconds > 9 && seconds < 13, "closed after \(seconds) s")
+        #expect(try Self.httpState(rig)["closedAtDeadline"] == 1)
+        #expect(try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 3).status == 200)
+    }
+
+    @Test("one allowed address holding its share of connections (16) leaves room for another allowed address; its next is answered 503 at once")
+    func perAddressCap() throws {
+        let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.3/32"]"#, http: true)
+        defer { rig.close() }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
+        for _ in 0..<16 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: "127.0.0.3")) }
+        // (Checked below: a wait that runs out lets the verdicts below say what went wrong.)
+        try? waitFor("the 16 connections to be admitted") { (try? Self.httpState(rig))?["open"] == 16 }
+        let started = Date()
+        let over = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.3", timeout: 3)
+        #expect(over.status == 503 && over.text.contains("too many"), "\(over.status) \(over.text)")
+        #expect(Date().timeIntervalSince(started) < 2, "answered at once")
+        let other = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 3)
+        #expect(other.status == 200, "another allowed address: \(other.status) \(other.text)")
+        let http = try Self.httpState(rig)
+        #expect(http["perAddressLimit"] == 16 && http["limit"] == 64 && http["turnedAway"] == 1 && http["open"] == 16, "\(http)")
+        #expect(rig.log.contains("at most 16 connections from one address"))
+    }
+}
