@@ -33,6 +33,15 @@ struct HTTPLimitsTests {
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
+    /// What each of many requests on other threads got, and how long it took.
+    final class Waits: @unchecked Sendable {
+        // @unchecked: `items` is read and written only under `lock`.
+        private let lock = NSLock()
+        private var items: [(status: Int, seconds: Double)] = []
+        func add(_ status: Int, _ seconds: Double) { lock.withLock { items.append((status, seconds)) } }
+        var summary: (statuses: [Int], slowest: Double) { lock.withLock { (items.map(\.status), items.map(\.seconds).max() ?? 0) } }
+    }
+
     /// Counts how many descriptors a process holds, many times a second, until stopped: the most
     /// it saw.
     final class DescriptorWatch: @unchecked Sendable {
@@ -164,5 +173,50 @@ struct HTTPLimitsTests {
         let http = try Self.httpState(rig)
         #expect(http["perAddressLimit"] == 16 && http["limit"] == 64 && http["turnedAway"] == 1 && http["open"] == 16, "\(http)")
         #expect(rig.log.contains("at most 16 connections from one address"))
+    }
+
+    @Test("HOST_INFO waits for the control queue without holding a thread: many of them while the queue is busy leave other requests answered at once")
+    func hostInfoHoldsNoThread() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        // A new app while the server is frozen: its ports wait for the server, and hold the
+        // control queue until the router gives the server up (2-2.5 s).
+        rig.server.suspend()
+        defer { rig.server.resume() }
+        let registered = DispatchSemaphore(value: 0)
+        let (oscPort, httpPort) = (rig.port, rig.httpPort)
+        Thread.detachNewThread {
+            if let client = try? OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: oscPort)) {
+                try? client.send(OSCMessage("/app/register", [.string("synth"), .string("ambient")]))
+                _ = try? client.receive(timeout: 8) { $0.arguments.first == .string("/app/register") }
+            }
+            registered.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        // More HOST_INFO requests than Swift's concurrency pool has threads (one per core).
+        let waits = Waits()
+        let asked = DispatchGroup()
+        for _ in 0..<12 {
+            asked.enter()
+            Thread.detachNewThread {
+                let started = Date()
+                let status = (try? HTTPClient.get(port: httpPort, "/?HOST_INFO", timeout: 8))?.status ?? 0
+                waits.add(status, Date().timeIntervalSince(started))
+                asked.leave()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        // A request that needs no control queue is answered at once.
+        let started = Date()
+        let other = try HTTPClient.get(port: rig.httpPort, "/", method: "POST", timeout: 8)
+        let seconds = Date().timeIntervalSince(started)
+        asked.wait()
+        registered.wait()
+        let (statuses, slowest) = waits.summary
+        print(String(format: "HTTPLimitsTests: with the control queue busy, 12 HOST_INFO took up to %.2f s; a POST was answered in %.2f s", slowest, seconds))
+        #expect(other.status == 405)
+        #expect(seconds < 1, "a request that needs no control queue waited \(seconds) s behind HOST_INFO requests")
+        #expect(slowest > 1, "the control queue was busy while HOST_INFO was asked (else this test shows nothing)")
+        #expect(statuses == Array(repeating: 200, count: 12), "\(statuses)")
     }
 }
