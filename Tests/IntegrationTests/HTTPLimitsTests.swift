@@ -219,4 +219,57 @@ struct HTTPLimitsTests {
         #expect(slowest > 1, "the control queue was busy while HOST_INFO was asked (else this test shows nothing)")
         #expect(statuses == Array(repeating: 200, count: 12), "\(statuses)")
     }
+
+    @Test("at the descriptor limit the accept loop backs off instead of spinning; once descriptors are free again, a waiting peer is served")
+    func acceptBackoffAtLimit() throws {
+        let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.4/30"]"#, http: true)
+        defer { rig.close() }
+        let pid = rig.daemon.processIdentifier
+        /// The daemon's CPU time (user and system), seconds.
+        func cpuSeconds() -> Double {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let end = stat.lastIndex(of: ")") else { return .nan }
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            // utime and stime are fields 14 and 15 of the line; the 12th and 13th after the name.
+            return (Double(fields[11]) ?? .nan) / Double(sysconf(Int32(_SC_CLK_TCK))) + (Double(fields[12]) ?? .nan) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+        func cpuOver(_ seconds: Double) -> Double {
+            let before = cpuSeconds()
+            Thread.sleep(forTimeInterval: seconds)
+            return cpuSeconds() - before
+        }
+        let quiet = cpuOver(2)
+        // Leave the daemon 8 descriptors, then ask for more connections than that: the rest wait
+        // in the listen backlog while accept fails with EMFILE.
+        // (Set from outside with util-linux's prlimit: Glibc's prlimit(2) is not imported.)
+        func setSoftLimit(_ soft: Int) throws {
+            let tool = Process()
+            tool.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            tool.arguments = ["--pid", "\(pid)", "--nofile=\(soft):"]
+            try tool.run()
+            tool.waitUntilExit()
+            guard tool.terminationStatus == 0 else { throw Unexpected(description: "prlimit --nofile=\(soft): exit \(tool.terminationStatus)") }
+        }
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let original = try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[3]), "\(line)")
+        let lowered = Self.descriptors(pid) + 8
+        try setSoftLimit(lowered)
+        var restored = false
+        defer { if !restored { try? setSoftLimit(original) } }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
+        for k in 0..<16 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: "127.0.0.\(4 + k % 4)")) }
+        try waitFor("the daemon to reach its descriptor limit", timeout: 5) { Self.descriptors(pid) >= lowered }
+        let atLimit = cpuOver(2)
+        print(String(format: "HTTPLimitsTests: daemon CPU over 2 s: %.2f s quiet, %.2f s at its descriptor limit with connections waiting", quiet, atLimit))
+        #expect(atLimit - quiet < 0.5, "the accept loop spins at the descriptor limit: \(atLimit) s of CPU in 2 s (\(quiet) s quiet)")
+        // Descriptors again: the waiting connections are accepted (and the ones over the caps
+        // answered), and an allowed peer is served.
+        try setSoftLimit(original)
+        restored = true
+        let served = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 4)
+        #expect(served.status == 200, "\(served.status) \(served.text)")
+    }
 }
