@@ -104,8 +104,8 @@ public final class HTTPControlServer: Sendable {
         quiet.logLevel = max(logger.logLevel, .notice)
         // No availableConnectionsDelegate: it stops accepting at the limit, which leaves the next
         // peers in the kernel's backlog unanswered. Admission accepts them, answers 503 and
-        // closes. At the descriptor limit NIO's accept backoff (in every ServerBootstrap's
-        // pipeline) pauses accepting for a second instead of retrying at once.
+        // closes. At the descriptor limit AcceptPause, added to the listening channel once it
+        // runs, pauses accepting for a second instead of retrying at once.
         let rules = Admission.Rules(allow: configuration.allow, exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds))
         let book = book
         let channel = HTTP1WebSocketUpgradeChannel.Configuration(
@@ -133,7 +133,16 @@ public final class HTTPControlServer: Sendable {
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.bind, port: configuration.port),
                                                     serverName: "duckrouter"),
-            onServerRunning: { _ in outcome.set(nil) },
+            onServerRunning: { [logger] listener in
+                do {
+                    try await listener.eventLoop.submit {
+                        try listener.pipeline.syncOperations.addHandler(AcceptPause(logger: logger), position: .first)
+                    }.get()
+                } catch {
+                    logger.warning("HTTP: no pause of accepts at the descriptor limit: \(error)")
+                }
+                outcome.set(nil)
+            },
             eventLoopGroupProvider: .shared(eventLoops),
             logger: quiet)
         // No signals: the daemon's own signal thread stops it, through stop().
