@@ -39,8 +39,9 @@ public final class HTTPControlServer: Sendable {
         public var maximumHeaderFields = 100
         public var maximumConnections = 64
         public var maximumConnectionsPerAddress = 16
-        /// Descriptors of the soft `RLIMIT_NOFILE` limit that admitted HTTP connections never
-        /// take: the total cap is at most the limit minus this (state file, JACK, OSC, log).
+        /// Descriptors of the soft `RLIMIT_NOFILE` limit (read when the server is made) that
+        /// admitted HTTP connections never take: the total cap is at most the limit minus this,
+        /// or half the limit when that is less (state file, JACK, OSC, log).
         public var descriptorReserve = 256
         /// An admitted connection must get from acceptance, a request's head or a response's
         /// end to the next of these within this time, or it is closed (slow or endless requests,

@@ -2,8 +2,8 @@
 import Testing
 
 /// The log of connections that were not served: a few lines per address, then one summary per
-/// interval, and a bounded table of addresses.
-@Suite("The HTTP refusal log")
+/// interval, and a bounded table of addresses; the connection caps and the descriptor reserve.
+@Suite("The HTTP refusal log and connection caps")
 struct RefusalLogTests {
     @Test("the first three connections of an address get a line each; the rest one summary with the count at the interval's end; then it starts again")
     func firstThenSummary() {
