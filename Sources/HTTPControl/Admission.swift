@@ -9,55 +9,51 @@ import SessionStore
 /// decoded, so a connection that never sends a byte, or that asks for a WebSocket, is judged and
 /// timed like any other.
 ///
-/// It decides when the connection becomes active: a peer outside `osc.allow` is refused, a peer
-/// over the connection limit is turned away (neither holds a slot; the connection gate answers
-/// their first request with 403 or 503 and closes), anyone else is admitted and holds one of the
-/// `maximumConnections` slots until the connection closes, whether it stays HTTP or becomes a
-/// WebSocket. It owns the connection's deadline: `arm` (re)starts it, `disarm` stops it (a
-/// WebSocket keeps itself alive with pings instead). Passes every byte through untouched.
+/// It decides when the connection becomes active. A peer outside `osc.allow` is refused, and a
+/// peer over a connection cap (in all, or from its address) is turned away: either gets a fixed
+/// short answer (403 or 503) written at once, without its request being waited for or read, and
+/// the connection is closed as soon as that is written; it holds no slot and no timer. Anyone
+/// else is admitted and holds a slot in the `ConnectionBook` until the connection closes,
+/// whether it stays HTTP or becomes a WebSocket. It owns an admitted connection's deadline:
+/// `arm` (re)starts it, `disarm` stops it when the connection becomes a WebSocket (which keeps
+/// itself alive with pings instead).
+/// Passes an admitted connection's bytes through untouched, and drops any other's.
 ///
 /// Event loop only: the connection gate and the WebSocket upgrade find it in the pipeline.
 final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     enum Verdict: Equatable {
         case undecided
         case admitted
-        /// Outside `osc.allow`; the peer's address, for the answer.
-        case refused(String)
+        /// Outside `osc.allow`.
+        case refused
+        /// Over a connection cap.
         case overloaded
     }
 
     struct Rules: Sendable {
         var allow: [NetworkRange]
-        var maximumConnections: Int
         var exchangeTimeout: TimeAmount
-        var refusalTimeout: TimeAmount
-        var logger: Logger
     }
 
     let rules: Rules
-    private let slots: ConnectionSlots
+    private let book: ConnectionBook
     private(set) var verdict = Verdict.undecided
-    private var holdsSlot = false
+    /// The address whose slot this connection holds, while it holds one.
+    private var slot: String?
+    private var isWebSocket = false
     private var deadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
-    /// The answer to a peer that is not admitted: 403 outside `osc.allow`, 503 over the limit.
-    var refusal: (status: HTTPResponse.Status, reason: String)? {
-        switch verdict {
-        case .admitted, .undecided: nil
-        case let .refused(name): (.forbidden, "\(name) is not allowed to control this router (osc.allow)")
-        case .overloaded: (.serviceUnavailable, "too many HTTP connections (at most \(rules.maximumConnections)); try again")
-        }
-    }
 
     /// Why an admitted peer's WebSocket upgrade was refused: the connection gate answers with
     /// this instead of Hummingbird's bare 400.
     var refusedUpgrade: (status: HTTPResponse.Status, reason: String)?
 
-    init(rules: Rules, slots: ConnectionSlots) {
+    init(rules: Rules, book: ConnectionBook) {
         self.rules = rules
-        self.slots = slots
+        self.book = book
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -80,32 +76,44 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard verdict == .admitted else { return }
+        context.fireChannelRead(data)
+    }
+
     private func decide(_ context: ChannelHandlerContext) {
         guard case .undecided = verdict else { return }
         let peer = context.channel.remoteAddress
-        if let peer, Self.isAllowed(peer, by: rules.allow) {
-            if slots.take(limit: rules.maximumConnections) {
-                holdsSlot = true
-                verdict = .admitted
-                arm(rules.exchangeTimeout)
-            } else {
-                verdict = .overloaded
-                rules.logger.notice("HTTP connection limit reached: answering 503",
-                                    metadata: ["peer": "\(peer)", "limit": "\(rules.maximumConnections)"])
-                arm(rules.refusalTimeout)
-            }
-        } else {
-            verdict = .refused(peer?.ipAddress ?? "this address")
-            rules.logger.notice("refused HTTP from a sender outside osc.allow", metadata: ["peer": "\(peer.map { "\($0)" } ?? "unknown")"])
-            arm(rules.refusalTimeout)
+        let address = peer?.ipAddress ?? "unknown"
+        guard let peer, Self.isAllowed(peer, by: rules.allow) else {
+            verdict = .refused
+            book.refused(address)
+            return answer(context, Self.forbidden)
+        }
+        switch book.admit(address) {
+        case .admitted:
+            slot = address
+            verdict = .admitted
+            arm(rules.exchangeTimeout)
+        case .overTotal, .overAddress:
+            verdict = .overloaded
+            answer(context, Self.unavailable)
+        }
+    }
+
+    /// Writes `bytes` straight to the socket and closes the connection once they are written.
+    private func answer(_ context: ChannelHandlerContext, _ bytes: ByteBuffer) {
+        context.writeAndFlush(wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
         }
     }
 
     private func release() {
-        disarm()
-        if holdsSlot {
-            holdsSlot = false
-            slots.give()
+        deadline?.cancel()
+        deadline = nil
+        if let address = slot {
+            slot = nil
+            book.release(address, webSocket: isWebSocket)
         }
     }
 
@@ -113,20 +121,37 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     func arm(_ timeout: TimeAmount) {
         deadline?.cancel()
         guard let context else { return }
-        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [book] in
+            book.closedAtDeadline()
             context.close(promise: nil)
         }
     }
 
-    /// No deadline from now on (an upgraded WebSocket: its pings find a dead peer).
+    /// The connection became a WebSocket: no deadline from now on (its pings find a dead peer),
+    /// and it is counted as one.
     func disarm() {
         deadline?.cancel()
         deadline = nil
+        if slot != nil, !isWebSocket {
+            isWebSocket = true
+            book.upgraded()
+        }
     }
 
     static func isAllowed(_ peer: NIOCore.SocketAddress, by allow: [NetworkRange]) -> Bool {
         guard let host = peer.ipAddress, let port = peer.port,
               let address = OSCTransport.SocketAddress(host: host, port: UInt16(clamping: port)) else { return false }
         return allow.contains { $0.contains(address.bytes, port: address.port) }
+    }
+
+    /// The whole answer to a refused peer, and to one over a cap: written before its request is
+    /// read, so the same for every method (a HEAD gets the body too).
+    static let forbidden = fixedAnswer("403 Forbidden", "this address is not allowed to control this router (osc.allow)")
+    static let unavailable = fixedAnswer("503 Service Unavailable", "too many HTTP connections; try again")
+
+    private static func fixedAnswer(_ status: String, _ reason: String) -> ByteBuffer {
+        let body = reason + "\n"
+        return ByteBuffer(string: "HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
     }
 }

@@ -2,24 +2,21 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTPTypes
-import OSCControl
-import SessionStore
-import OSCTransport
-import Synchronization
 
-/// The HTTP half of a connection's admission (docs/HTTP.md, "Limits"): answers the requests of
-/// connections `Admission` did not admit, keeps the deadline of those it did, and mends responses.
+/// The HTTP half of an admitted connection (docs/HTTP.md, "Limits"): keeps its deadline and mends
+/// responses. Connections `Admission` did not admit were answered and closed there; none of their
+/// bytes reach this far.
 ///
 /// One gate per HTTP connection, in the pipeline between the HTTP codec and Hummingbird, on that
 /// connection's event loop. It
-/// - answers the first request of a refused peer (403) or one over the connection limit (503),
-///   then closes the connection; nothing else it sends or is asked reaches Hummingbird;
 /// - re-arms the admitted connection's deadline (kept by `Admission`) at each request's head and
 ///   at the end of each response: `exchangeTimeout` to get to the next of those points, or the
-///   connection is closed. That bounds slow headers, slow or endless bodies (Hummingbird
-///   discards an unread body after answering, with no limit of its own), a peer that never
-///   reads its response, and idle keep-alive connections;
-/// - turns the answer to a refused WebSocket upgrade (Hummingbird's 400) into 403 with the reason;
+///   connection is closed. That bounds slow headers (a head that never completes is closed at
+///   the deadline from acceptance or from the last response's end), slow or endless bodies
+///   (Hummingbird discards an unread body after answering, with no limit of its own), a peer that
+///   never reads its response, and idle keep-alive connections;
+/// - turns the answer to a refused WebSocket upgrade (Hummingbird's 400) into 403 or 503 with
+///   the reason;
 /// - closes after a 413 (the body was not read to its end, so the stream is out of step);
 /// - strips the body of every answer to HEAD, whoever wrote it.
 final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
@@ -42,7 +39,7 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
         admission = try? context.pipeline.syncOperations.handler(type: Admission.self)
     }
 
-    private var verdict: Admission.Verdict { admission?.verdict ?? .refused("this address") }
+    private var verdict: Admission.Verdict { admission?.verdict ?? .refused }
 
     // MARK: Requests
 
@@ -54,16 +51,7 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
                 if let admission { admission.arm(admission.rules.exchangeTimeout) }
             }
             context.fireChannelRead(data)
-        } else if case let .head(request) = part {
-            let (status, reason) = admission?.refusal ?? (.forbidden, "this connection was not admitted")
-            refuse(context, request, status, reason)
         }
-    }
-
-    /// Answers the first request of a connection that is not served, and closes it.
-    private func refuse(_ context: ChannelHandlerContext, _ request: HTTPRequest, _ status: HTTPResponse.Status, _ message: String) {
-        guard !answered else { return }
-        writeRefusal(context, status, message, body: request.method != .head)
     }
 
     /// Writes a refusal (`status`, `message` as the body unless `body` is false) and closes the
@@ -82,16 +70,15 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    // MARK: Responses of admitted connections (a refusal is written by `refuse`, from here down)
+    // MARK: Responses
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        // A refusal was written (by `refuse`, or in place of a refused upgrade's answer):
-        // nothing else goes out.
+        // A refusal was written in place of a refused upgrade's answer: nothing else goes out.
         if answered {
             promise?.succeed()
             return
         }
-        if case .head = unwrapOutboundIn(data), let (status, reason) = admission?.refusedUpgrade ?? admission?.refusal {
+        if case .head = unwrapOutboundIn(data), let (status, reason) = admission?.refusedUpgrade {
             // Hummingbird answers a refused WebSocket upgrade with a bare 400 and closes; the
             // request itself did not come through here.
             writeRefusal(context, status, reason, body: true)
@@ -127,25 +114,5 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
                 }
             }
         }
-    }
-}
-
-/// The admitted connections of one server, counted across its event loops.
-final class ConnectionSlots: Sendable {
-    private let taken = Atomic<Int>(0)
-
-    /// Takes a slot if fewer than `limit` are taken.
-    func take(limit: Int) -> Bool {
-        var current = taken.load(ordering: .relaxed)
-        while current < limit {
-            let (exchanged, original) = taken.compareExchange(expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = original
-        }
-        return false
-    }
-
-    func give() {
-        taken.subtract(1, ordering: .acquiringAndReleasing)
     }
 }

@@ -16,11 +16,11 @@ struct HTTPControlChannel: ServerChildChannel {
 
     let inner: HTTP1WebSocketUpgradeChannel
     let rules: Admission.Rules
-    let slots: ConnectionSlots
+    let book: ConnectionBook
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(Admission(rules: rules, slots: slots), position: .first)
+            try channel.pipeline.syncOperations.addHandler(Admission(rules: rules, book: book), position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

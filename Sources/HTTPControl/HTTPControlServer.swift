@@ -32,18 +32,21 @@ public final class HTTPControlServer: Sendable {
         /// Who may ask at all (`osc.allow`); anyone else gets 403.
         public var allow: [NetworkRange] = []
         /// Limits that keep one client from holding memory or slots: a request body (GETs have none
-        /// worth reading), the header block, header fields, connections admitted at once.
+        /// worth reading), the header block, header fields, connections admitted at once in all
+        /// and from one address (lowered at start by the descriptor limit: `descriptorReserve`).
         public var maximumBodyBytes = 1024
         public var maximumHeaderBytes = 16 * 1024
         public var maximumHeaderFields = 100
         public var maximumConnections = 64
+        public var maximumConnectionsPerAddress = 16
+        /// Descriptors of the soft `RLIMIT_NOFILE` limit (read when the server is made) that
+        /// admitted HTTP connections never take: the total cap is at most the limit minus this,
+        /// or half the limit when that is less (state file, JACK, OSC, log).
+        public var descriptorReserve = 256
         /// An admitted connection must get from acceptance, a request's head or a response's
         /// end to the next of these within this time, or it is closed (slow or endless requests,
         /// peers that do not read, idle keep-alive).
         public var exchangeTimeoutSeconds: Int64 = 10
-        /// A refused or turned-away connection (403, 503) is closed this long after acceptance
-        /// if it has not sent a request to be answered.
-        public var refusalTimeoutSeconds: Int64 = 2
         /// A WebSocket's unsent frames (replies, values, notifications) past which sends to it
         /// fail, as to a slow OSC TCP peer; its meters never queue (the latest replaces the last).
         public var webSocketQueueBytes = 1 << 20
@@ -69,18 +72,24 @@ public final class HTTPControlServer: Sendable {
     private let logger: Logger
     private let running = LockedTask()
     private let hub: ListenHub
+    /// The admitted connections against their caps, the counts `/state` shows, the refusal log.
+    private let book: ConnectionBook
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "duckrouter.http")) {
         self.configuration = configuration
         self.logger = logger
         hub = ListenHub(control: control, logger: logger)
+        book = ConnectionBook(limits: .init(total: configuration.maximumConnections, perAddress: configuration.maximumConnectionsPerAddress,
+                                            descriptorLimit: ConnectionBook.Limits.descriptorLimit(), reserve: configuration.descriptorReserve),
+                              logger: logger)
     }
 
-    /// Gives requests the control server to read from (before this: 503), and has WebSocket
-    /// listeners told of its changes.
+    /// Gives requests the control server to read from (before this: 503), has WebSocket
+    /// listeners told of its changes, and `/state` show this server's connections.
     public func attach(_ control: ControlServer) {
         self.control.set(control)
         control.observeChanges { [hub] in hub.poke() }
+        control.showInState { [book] in book.counts }
     }
 
     /// Starts listening and returns once the port is bound; throws when it cannot be.
@@ -95,11 +104,11 @@ public final class HTTPControlServer: Sendable {
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)
         // No availableConnectionsDelegate: it stops accepting at the limit, which leaves the next
-        // peers in the kernel's backlog unanswered. The gate accepts them and answers 503.
-        let rules = Admission.Rules(allow: configuration.allow, maximumConnections: configuration.maximumConnections,
-                                    exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds),
-                                    refusalTimeout: .seconds(configuration.refusalTimeoutSeconds), logger: logger)
-        let slots = ConnectionSlots()
+        // peers in the kernel's backlog unanswered. Admission accepts them, answers 503 and
+        // closes. At the descriptor limit AcceptPause, added to the listening channel once it
+        // runs, pauses accepting for a second instead of retrying at once.
+        let rules = Admission.Rules(allow: configuration.allow, exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds))
+        let book = book
         let channel = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: .init(additionalChannelHandlers: [ConnectionGate()], httpDecoderConfiguration: decoder),
             ws: .init(maxFrameSize: configuration.maximumWebSocketMessageBytes,
@@ -109,6 +118,8 @@ public final class HTTPControlServer: Sendable {
         // woken once per meter tick writes every WebSocket's frames of that tick.
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let waker = OutletWaker(eventLoop: eventLoops.next())
+        let interval = TimeAmount.seconds(ConnectionBook.logInterval)
+        eventLoops.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in book.flushLog() }
         let (control, hub, configuration, logger) = (control, hub, configuration, logger)
         let server = HTTPServerBuilder { responder in
             HTTPControlChannel(
@@ -116,14 +127,23 @@ public final class HTTPControlServer: Sendable {
                     HTTPControlChannel.shouldUpgrade(request, connection, control: control, hub: hub, waker: waker,
                                                      configuration: configuration, logger: logger)
                 },
-                rules: rules, slots: slots)
+                rules: rules, book: book)
         }
         let application = Application(
             responder: responder,
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.bind, port: configuration.port),
                                                     serverName: "duckrouter"),
-            onServerRunning: { _ in outcome.set(nil) },
+            onServerRunning: { [logger] listener in
+                do {
+                    try await listener.eventLoop.submit {
+                        try listener.pipeline.syncOperations.addHandler(AcceptPause(logger: logger), position: .first)
+                    }.get()
+                } catch {
+                    logger.warning("HTTP: no pause of accepts at the descriptor limit: \(error)")
+                }
+                outcome.set(nil)
+            },
             eventLoopGroupProvider: .shared(eventLoops),
             logger: quiet)
         // No signals: the daemon's own signal thread stops it, through stop().
@@ -141,7 +161,8 @@ public final class HTTPControlServer: Sendable {
             if let running = running.take() { running.end(cancelling: true) }
             throw HTTPControlError("cannot listen for HTTP on \(configuration.bind):\(configuration.port): \(failure)")
         }
-        logger.info("HTTP (OSCQuery) listening", metadata: ["tcp": "\(configuration.bind):\(configuration.port)"])
+        logger.info("HTTP (OSCQuery) listening", metadata: ["tcp": "\(configuration.bind):\(configuration.port)",
+                                                           "connections": "\(book.limits.total), \(book.limits.perAddress) per address"])
         if page.files.isEmpty {
             logger.warning("the control page's files were not found; /ui/ answers 404", metadata: ["looked in": "\(page.searched)"])
         } else {

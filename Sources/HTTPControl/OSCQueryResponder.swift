@@ -113,7 +113,7 @@ struct OSCQueryResponder: HTTPResponder {
             // The path is irrelevant to HOST_INFO (OSCQueryProposal), and it needs no namespace.
             let wildcard = configuration.bind == "0.0.0.0" || configuration.bind == "::"
             let oscIP = wildcard ? (context.localAddress?.ipAddress ?? configuration.bind) : configuration.bind
-            let host = control.hostInfo()
+            guard let host = await control.hostInfo() else { return unavailable }
             // The WebSocket is on this port: the address the request came in on.
             let wsIP = context.localAddress?.ipAddress ?? configuration.bind
             return json([

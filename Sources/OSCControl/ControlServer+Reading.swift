@@ -50,9 +50,17 @@ extension ControlServer {
         }
     }
 
-    /// What OSCQuery's HOST_INFO names: the JACK client name and the OSC port. No reading of the
-    /// whole state (one short trip to the control queue for the name).
-    public func hostInfo() -> (client: String, oscPort: UInt16) {
-        (router.jackClientName(), configuration.port)
+    /// What OSCQuery's HOST_INFO names: the JACK client name and the OSC port, or nil when the
+    /// OSC server has stopped. No reading of the whole state: one short trip to the control queue
+    /// for the name, made from the OSC server's thread as `read`'s are, so the caller waits
+    /// without holding a thread (a busy control queue never ties up Swift's concurrency pool).
+    public func hostInfo() async -> (client: String, oscPort: UInt16)? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<(client: String, oscPort: UInt16)?, Never>) in
+            server.execute({ [self] in
+                continuation.resume(returning: (router.jackClientName(), configuration.port))
+            }, ifStopped: {
+                continuation.resume(returning: nil)
+            })
+        }
     }
 }

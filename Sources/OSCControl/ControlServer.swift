@@ -92,6 +92,8 @@ public final class ControlServer: @unchecked Sendable {
     private let relay: NotificationRelay
     let logger: Logger
     let server: OSCServer
+    /// The HTTP server's counts for `/state`, once it is attached.
+    let httpState = HTTPStateSource()
     var owners: [String: Owner] = [:]
     var notifyTargets: [String: Target] = [:]
     var subscribers: [Target] = []
@@ -327,9 +329,10 @@ public final class ControlServer: @unchecked Sendable {
     // MARK: State
 
     func stateJSON() -> String {
-        let document = StateDocument(router.status(), owners: owners.mapValues(\.description),
+        var document = StateDocument(router.status(), owners: owners.mapValues(\.description),
                                      notify: notifyTargets.mapValues(\.url), subscribers: subscribers.map(\.url),
                                      meterSubscribers: meterTargets.map(\.url))
+        document.http = httpState.read()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")

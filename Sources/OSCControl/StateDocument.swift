@@ -209,6 +209,8 @@ struct StateDocument: Encodable {
 
     var settings: Settings
     var engine: EngineCounters
+    /// The HTTP server's connections (absent without one).
+    var http: HTTPConnectionState?
 
     init(_ status: RouterStatus, owners: [String: String], notify: [String: String], subscribers: [String],
          meterSubscribers: [String]) {

@@ -232,16 +232,16 @@ struct WebSocketTests {
         rig.expectLevel(.speaker1, 0.5)
     }
 
-    @Test("100 WebSockets asked for at once: 64 are opened and hold their slots, the others get 503 at once; OSC and audio go on; closed, the slots come back")
+    @Test("100 WebSockets asked for at once from four addresses: 64 are opened (16 from each) and hold their slots, the others get 503 at once; OSC and audio go on; closed, the slots come back")
     func hundredAtOnce() throws {
-        let rig = try OSCRig(http: true)
+        let rig = try OSCRig(osc: #", "allow": ["127.0.0.1/32", "127.0.0.4/30"]"#, http: true)
         defer { rig.close() }
         rig.play(music: 0.5)
         let request = Data(("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(rig.httpPort)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
         var sockets: [Int32] = []
         defer { for fd in sockets { close(fd) } }
-        for _ in 0..<100 { sockets.append(try HTTPClient.connection(port: rig.httpPort, request, timeout: 5)) }
+        for k in 0..<100 { sockets.append(try HTTPClient.connection(port: rig.httpPort, request, source: "127.0.0.\(4 + k % 4)", timeout: 5)) }
         /// The status of the first answer on `fd`.
         func status(_ fd: Int32) -> Int? {
             var received = Data()
@@ -255,6 +255,8 @@ struct WebSocketTests {
         let refused = statuses.filter { $0 == 503 }.count
         print("WebSocketTests: 100 upgrades at once: \(opened) opened, \(refused) answered 503")
         #expect(opened == 64 && refused == 36, "\(statuses)")
+        let http = try HTTPLimitsTests.httpState(rig)
+        #expect(http["open"] == 64 && http["webSockets"] == 64 && http["turnedAway"] == 36, "/state: \(http)")
         #expect(try rig.query("/route/select")?.arguments == [.string("/route/select"), .string("speaker")], "OSC still answers")
         rig.expectLevel(.speaker1, 0.5)
         let busy = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", timeout: 3)

@@ -1,0 +1,43 @@
+import Synchronization
+
+/// The HTTP server's connections as `/state` shows them (its `http` object; docs/HTTP.md,
+/// "Limits"): counted by the HTTP server, read when `/state` is asked.
+public struct HTTPConnectionState: Encodable, Equatable, Sendable {
+    /// Admitted connections open now, WebSockets included.
+    public var open: Int
+    /// Of those, the WebSockets.
+    public var webSockets: Int
+    /// Since start: connections refused (outside `osc.allow`), turned away (over a limit), and
+    /// closed because they did not get to their next request or response in time.
+    public var refused: Int
+    public var turnedAway: Int
+    public var closedAtDeadline: Int
+    /// The caps in force: admitted connections in all, and from one address.
+    public var limit: Int
+    public var perAddressLimit: Int
+
+    public init(open: Int, webSockets: Int, refused: Int, turnedAway: Int, closedAtDeadline: Int, limit: Int, perAddressLimit: Int) {
+        self.open = open
+        self.webSockets = webSockets
+        self.refused = refused
+        self.turnedAway = turnedAway
+        self.closedAtDeadline = closedAtDeadline
+        self.limit = limit
+        self.perAddressLimit = perAddressLimit
+    }
+}
+
+/// Where `/state` finds the HTTP server's counts, once one is attached.
+final class HTTPStateSource: Sendable {
+    private let provider = Mutex<(@Sendable () -> HTTPConnectionState)?>(nil)
+
+    func set(_ provider: @escaping @Sendable () -> HTTPConnectionState) { self.provider.withLock { $0 = provider } }
+    func read() -> HTTPConnectionState? { provider.withLock { $0 }?() }
+}
+
+extension ControlServer {
+    /// Has `/state` show the HTTP server's connections, read from `provider` (any thread).
+    public func showInState(http provider: @escaping @Sendable () -> HTTPConnectionState) {
+        httpState.set(provider)
+    }
+}

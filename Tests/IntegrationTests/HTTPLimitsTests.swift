@@ -1,0 +1,293 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import Testing
+
+/// Issue 36: the HTTP server's connections are bounded before and after admission (docs/HTTP.md,
+/// "Limits"), against the running daemon bound to every interface, admitting 127.0.0.1 (refused
+/// clients come from 127.0.0.2).
+@Suite("HTTP connection limits of the running daemon", .serialized)
+struct HTTPLimitsTests {
+    static let refusing = #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32"]"#
+
+    /// The descriptors `pid` holds now.
+    static func descriptors(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    /// `/state`'s `http` object.
+    static func httpState(_ rig: OSCRig) throws -> [String: Int] {
+        let reply = try #require(try rig.query("/state", transport: .tcp))
+        guard case let .string(json) = reply.arguments[1],
+              let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let http = object["http"] as? [String: Int] else { throw Unexpected(description: "no http object in /state: \(reply)") }
+        return http
+    }
+
+    /// Raises this process's soft descriptor limit to at least `count` (as far as the hard one
+    /// allows): the test holds many sockets at once.
+    static func allowDescriptors(_ count: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(count) else { return }
+        limit.rlim_cur = min(limit.rlim_max, rlim_t(count))
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// What each of many requests on other threads got, and how long it took.
+    final class Waits: @unchecked Sendable {
+        // @unchecked: `items` is read and written only under `lock`.
+        private let lock = NSLock()
+        private var items: [(status: Int, seconds: Double)] = []
+        func add(_ status: Int, _ seconds: Double) { lock.withLock { items.append((status, seconds)) } }
+        var summary: (statuses: [Int], slowest: Double) { lock.withLock { (items.map(\.status), items.map(\.seconds).max() ?? 0) } }
+    }
+
+    /// Counts how many descriptors a process holds, many times a second, until stopped: the most
+    /// it saw.
+    final class DescriptorWatch: @unchecked Sendable {
+        // @unchecked: `most` and `running` are read and written only under `lock`.
+        private let lock = NSLock()
+        private var most = 0
+        private var running = true
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ pid: Int32) {
+            Thread.detachNewThread { [self] in
+                while lock.withLock({ running }) {
+                    let count = HTTPLimitsTests.descriptors(pid)
+                    lock.withLock { most = max(most, count) }
+                    usleep(2000)
+                }
+                done.signal()
+            }
+        }
+
+        func stop() -> Int {
+            lock.withLock { running = false }
+            done.wait()
+            return lock.withLock { most }
+        }
+    }
+
+    @Test("1,500 connections held open by a refused host grow the daemon's descriptors by a bounded amount; an allowed GET, OSC TCP /state and a state save still succeed")
+    func refusedFlood() throws {
+        Self.allowDescriptors(4096)
+        let rig = try OSCRig(osc: Self.refusing, http: true)
+        defer { rig.close() }
+        let pid = rig.daemon.processIdentifier
+        let before = Self.descriptors(pid)
+        let watch = DescriptorWatch(pid)
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let started = Date()
+        for _ in 0..<1500 { held.append(try HTTPClient.connection(port: rig.httpPort, Data(), source: "127.0.0.2", timeout: 5)) }
+        let opening = Date().timeIntervalSince(started)
+        // While they are held: the daemon still serves an allowed peer on every surface.
+        let answered = try HTTPClient.get(port: rig.httpPort, "/app/music/volume?VALUE", source: "127.0.0.1", timeout: 3)
+        #expect(answered.status == 200, "\(answered.status) \(answered.text)")
+        #expect(try rig.settings()["apps"] != nil, "OSC TCP /state answers")
+        #expect(try rig.query("/app/music/volume", [.float(0.3)])?.path == "/reply")
+        try waitFor("the change to be saved", timeout: 5) {
+            rig.savedState()?.appVolumes["music"].map { abs($0 - 0.3) < 1e-6 } == true
+        }
+        let most = watch.stop()
+        // Every refused peer was answered 403 and closed: its end reads the answer, then the end.
+        var answers = 0
+        for fd in held.prefix(50) {
+            var buffer = [UInt8](repeating: 0, count: 512)
+            var text = Data()
+            while true {
+                let n = recv(fd, &buffer, buffer.count, 0)
+                if n <= 0 { break }
+                text.append(contentsOf: buffer[0..<n])
+            }
+            if String(decoding: text, as: UTF8.self).hasPrefix("HTTP/1.1 403") { answers += 1 }
+        }
+        print("HTTPLimitsTests: 1500 refused connections opened in \(String(format: "%.2f", opening)) s; daemon descriptors \(before) before, at most \(most) meanwhile")
+        #expect(most - before < 100, "the daemon's descriptors grew from \(before) to \(most)")
+        #expect(answers == 50, "\(answers) of the first 50 refused connections read a 403 before the end")
+        let http = try Self.httpState(rig)
+        #expect(http["refused"] == 1500 && http["open"] == 0, "\(http)")
+    }
+
+    @Test("refusals are logged at a bounded rate: 300 refused connections give at most 3 lines")
+    func refusalLogBounded() throws {
+        let rig = try OSCRig(osc: Self.refusing, http: true)
+        defer { rig.close() }
+        let linesBefore = rig.log.components(separatedBy: "\n").count
+        for _ in 0..<300 {
+            let refused = try HTTPClient.get(port: rig.httpPort, "/", source: "127.0.0.2", timeout: 3)
+            #expect(refused.status == 403 && refused.text.contains("osc.allow"))
+        }
+        let lines = rig.log.components(separatedBy: "\n").filter { $0.contains("refused HTTP") }
+        #expect((1...3).contains(lines.count), "\(lines.count) lines: \(lines.prefix(5))")
+        let added = rig.log.components(separatedBy: "\n").dropFirst(linesBefore - 1)
+        #expect(added.count <= 4, "\(added.count) lines in all: \(added.prefix(8).joined(separator: "\n"))")
+        #expect(try Self.httpState(rig)["refused"] == 300)
+    }
+
+    @Test("a header sent one byte a second by an allowed host is closed at the deadline (10 s from acceptance)")
+    func slowLoris() throws {
+        let rig = try OSCRig(osc: Self.refusing, http: true)
+        defer { rig.close() }
+        let header = Data("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: \(String(repeating: "a", count: 64))".utf8)
+        let started = Date()
+        let fd = try HTTPClient.connection(port: rig.httpPort, Data(), source: "127.0.0.1", timeout: 1)
+        defer { close(fd) }
+        var closedAfter: Double?
+        var sent = 0
+        while closedAfter == nil, Date().timeIntervalSince(started) < 20, sent < header.count {
+            let byte = [header[sent]]
+            if send(fd, byte, 1, Int32(MSG_NOSIGNAL)) != 1 {
+                closedAfter = Date().timeIntervalSince(started)
+                break
+            }
+            sent += 1
+            // A second, or until the server closes (recv: 0, or a reset).
+            var buffer = [UInt8](repeating: 0, count: 256)
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 1000) > 0, recv(fd, &buffer, buffer.count, 0) <= 0 {
+                closedAfter = Date().timeIntervalSince(started)
+            }
+        }
+        print("HTTPLimitsTests: a slow header was closed after \(closedAfter.map { String(format: "%.1f", $0) } ?? "never") s, \(sent) bytes sent")
+        let seconds = try #require(closedAfter, "the slow header was never closed (\(sent) bytes sent)")
+        #expect(seconds > 9 && seconds < 13, "closed after \(seconds) s")
+        #expect(try Self.httpState(rig)["closedAtDeadline"] == 1)
+        #expect(try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 3).status == 200)
+    }
+
+    @Test("one allowed address holding its share of connections (16) leaves room for another allowed address; its next is answered 503 at once")
+    func perAddressCap() throws {
+        let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.3/32"]"#, http: true)
+        defer { rig.close() }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
+        for _ in 0..<16 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: "127.0.0.3")) }
+        // (Checked below: a wait that runs out lets the verdicts below say what went wrong.)
+        try? waitFor("the 16 connections to be admitted") { (try? Self.httpState(rig))?["open"] == 16 }
+        let started = Date()
+        let over = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.3", timeout: 3)
+        #expect(over.status == 503 && over.text.contains("too many"), "\(over.status) \(over.text)")
+        #expect(Date().timeIntervalSince(started) < 2, "answered at once")
+        let other = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 3)
+        #expect(other.status == 200, "another allowed address: \(other.status) \(other.text)")
+        // The other address's connection is released a moment after its peer saw the close.
+        try? waitFor("the other address's connection to be released", timeout: 2) { (try? Self.httpState(rig))?["open"] == 16 }
+        let http = try Self.httpState(rig)
+        #expect(http["perAddressLimit"] == 16 && http["limit"] == 64 && http["turnedAway"] == 1 && http["open"] == 16, "\(http)")
+        #expect(rig.log.contains("at most 16 connections from one address"))
+    }
+
+    @Test("HOST_INFO waits for the control queue without holding a thread: many of them while the queue is busy leave other requests answered at once")
+    func hostInfoHoldsNoThread() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        // A new app while the server is frozen: its ports wait for the server, and hold the
+        // control queue until the router gives the server up (2-2.5 s).
+        rig.server.suspend()
+        defer { rig.server.resume() }
+        let registered = DispatchSemaphore(value: 0)
+        let (oscPort, httpPort) = (rig.port, rig.httpPort)
+        Thread.detachNewThread {
+            if let client = try? OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: oscPort)) {
+                try? client.send(OSCMessage("/app/register", [.string("synth"), .string("ambient")]))
+                _ = try? client.receive(timeout: 8) { $0.arguments.first == .string("/app/register") }
+            }
+            registered.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        // More HOST_INFO requests than Swift's concurrency pool has threads (one per core).
+        let waits = Waits()
+        let asked = DispatchGroup()
+        for _ in 0..<12 {
+            asked.enter()
+            Thread.detachNewThread {
+                let started = Date()
+                let status = (try? HTTPClient.get(port: httpPort, "/?HOST_INFO", timeout: 8))?.status ?? 0
+                waits.add(status, Date().timeIntervalSince(started))
+                asked.leave()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        // A request that needs no control queue is answered at once.
+        let started = Date()
+        let other = try HTTPClient.get(port: rig.httpPort, "/", method: "POST", timeout: 8)
+        let seconds = Date().timeIntervalSince(started)
+        asked.wait()
+        registered.wait()
+        let (statuses, slowest) = waits.summary
+        print(String(format: "HTTPLimitsTests: with the control queue busy, 12 HOST_INFO took up to %.2f s; a POST was answered in %.2f s", slowest, seconds))
+        #expect(other.status == 405)
+        #expect(seconds < 1, "a request that needs no control queue waited \(seconds) s behind HOST_INFO requests")
+        #expect(slowest > 1, "the control queue was busy while HOST_INFO was asked (else this test shows nothing)")
+        #expect(statuses == Array(repeating: 200, count: 12), "\(statuses)")
+    }
+
+    @Test("at the descriptor limit the accept loop backs off instead of spinning; once descriptors are free again, a waiting peer is served")
+    func acceptBackoffAtLimit() throws {
+        let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.4/30"]"#, http: true)
+        defer { rig.close() }
+        let pid = rig.daemon.processIdentifier
+        /// CPU time (user and system, seconds) of each of the daemon's threads, by thread id, with
+        /// the thread's name.
+        func cpuByThread() -> [String: (name: String, seconds: Double)] {
+            let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+            var result: [String: (String, Double)] = [:]
+            for tid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8),
+                      let open = stat.firstIndex(of: "("), let end = stat.lastIndex(of: ")") else { continue }
+                let fields = stat[stat.index(after: end)...].split(separator: " ")
+                // utime and stime are fields 14 and 15 of the line: the 12th and 13th after the name.
+                result[tid] = (String(stat[stat.index(after: open)..<end]), ((Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)) / ticks)
+            }
+            return result
+        }
+        /// Over `seconds`: the CPU time of the whole daemon, of its event loop threads (SwiftNIO's,
+        /// where HTTP accepts), and the busiest threads.
+        func cpuOver(_ seconds: Double) -> (total: Double, eventLoops: Double, busiest: String) {
+            let before = cpuByThread()
+            Thread.sleep(forTimeInterval: seconds)
+            let used = cpuByThread().map { tid, now in (name: now.name, seconds: now.seconds - (before[tid]?.seconds ?? 0)) }
+            let busiest = used.sorted { $0.seconds > $1.seconds }.prefix(3).map { String(format: "%@ %.2f s", $0.name, $0.seconds) }
+            return (used.reduce(0) { $0 + $1.seconds }, used.filter { $0.name.hasPrefix("NIO-ELT") }.reduce(0) { $0 + $1.seconds },
+                    busiest.joined(separator: ", "))
+        }
+        let quiet = cpuOver(2)
+        // Leave the daemon 4 descriptors, then ask for more connections than that: the rest wait
+        // in the listen backlog while accept fails with EMFILE.
+        // (Set from outside with util-linux's prlimit: Glibc's prlimit(2) is not imported.)
+        func setSoftLimit(_ soft: Int) throws {
+            let tool = Process()
+            tool.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            tool.arguments = ["--pid", "\(pid)", "--nofile=\(soft):"]
+            try tool.run()
+            tool.waitUntilExit()
+            guard tool.terminationStatus == 0 else { throw Unexpected(description: "prlimit --nofile=\(soft): exit \(tool.terminationStatus)") }
+        }
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let original = try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[3]), "\(line)")
+        let lowered = Self.descriptors(pid) + 4
+        try setSoftLimit(lowered)
+        var restored = false
+        defer { if !restored { try? setSoftLimit(original) } }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
+        for k in 0..<24 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: "127.0.0.\(4 + k % 4)")) }
+        try waitFor("the daemon to reach its descriptor limit", timeout: 5) { Self.descriptors(pid) >= lowered }
+        let atLimit = cpuOver(2)
+        print(String(format: "HTTPLimitsTests: daemon CPU over 2 s: %.2f s quiet, %.2f s at its descriptor limit with connections waiting, of which %.2f s on its event loops (busiest: %@)",
+                     quiet.total, atLimit.total, atLimit.eventLoops, atLimit.busiest))
+        #expect(atLimit.eventLoops < 0.5, "HTTP's accept loop spins at the descriptor limit: \(atLimit.eventLoops) s of CPU in 2 s (busiest: \(atLimit.busiest))")
+        #expect(rig.log.components(separatedBy: "\n").filter { $0.contains("HTTP cannot accept connections") }.count == 1, "the pause is logged once")
+        // Descriptors again: the waiting connections are accepted (and the ones over the caps
+        // answered), and an allowed peer is served.
+        try setSoftLimit(original)
+        restored = true
+        let served = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 4)
+        #expect(served.status == 200, "\(served.status) \(served.text)")
+    }
+}
