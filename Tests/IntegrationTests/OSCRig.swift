@@ -73,6 +73,12 @@ final class OSCRig {
     /// The state file the daemon keeps beside the session.
     var stateFile: URL { sessionFile.deletingPathExtension().appendingPathExtension("state.json") }
 
+    /// The control page's key file the daemon keeps beside the state file (with HTTP on).
+    var pageKeyFile: URL { URL(fileURLWithPath: PageKeyFile.path(besideState: stateFile.path)) }
+
+    /// The control page's key as the daemon keeps it now (nil: none).
+    func pageKey() -> String? { (try? PageKeyFile(path: pageKeyFile.path).load()) ?? nil }
+
     /// What the state file holds now (nil: none yet, or unreadable).
     func savedState() -> SavedState? { (try? StateFile(path: stateFile.path).load()) ?? nil }
 
@@ -136,6 +142,7 @@ final class OSCRig {
         try? FileManager.default.removeItem(at: sessionFile)
         try? FileManager.default.removeItem(at: stderrFile)
         try? FileManager.default.removeItem(at: stateFile)
+        try? FileManager.default.removeItem(at: pageKeyFile)
     }
 
     var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
