@@ -168,4 +168,36 @@ struct PageKeyTests {
             client.osc(path, arguments: typed)
         }
     }
+
+    @Test("duckctl page prints the link with the current key (read from the router's key file); --new-key changes it and the old one grants nothing; --qr prints it as a QR code")
+    func duckctlPage() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        let key = try #require(rig.pageKey())
+        let port = "\(rig.port)"
+        let printed = try DuckctlTests.duckctl(["page", "--port", port])
+        #expect(printed.status == 0 && printed.stdout == "http://127.0.0.1:\(rig.httpPort)/ui/#key=\(key)\n", "\(printed)")
+
+        let rotated = try DuckctlTests.duckctl(["page", "--new-key", "--port", port])
+        let newKey = try #require(rig.pageKey())
+        #expect(newKey != key)
+        #expect(rotated.status == 0 && rotated.stdout == "http://127.0.0.1:\(rig.httpPort)/ui/#key=\(newKey)\n", "\(rotated)")
+        #expect(try DuckctlTests.duckctl(["--port", port, "page"]).stdout == rotated.stdout, "the new link from then on")
+        _ = try Self.synthOwnedByAnother(rig)
+        #expect(Self.maySetSynth(try Self.webSocket(rig, key: key), 0.5) == false, "the old link's key grants nothing")
+
+        let qr = try DuckctlTests.duckctl(["page", "--qr", "--port", port])
+        #expect(qr.status == 0, "\(qr)")
+        let lines = qr.stdout.split(separator: "\n")
+        #expect(lines.first.map(String.init) == "http://127.0.0.1:\(rig.httpPort)/ui/#key=\(newKey)")
+        #expect(lines.count > 15 && lines.dropFirst().allSatisfy { $0.allSatisfy { " █▀▄".contains($0) } }, "a QR code in block characters:\n\(qr.stdout)")
+
+        // The key is read from the file: a user who cannot read it is told so, not given the key some other way.
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: rig.pageKeyFile.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: rig.pageKeyFile.path) }
+        if getuid() != 0 {
+            let unreadable = try DuckctlTests.duckctl(["page", "--port", port])
+            #expect(unreadable.status == 1 && !unreadable.stdout.contains(newKey) && unreadable.stderr.contains("run it as the router's user"), "\(unreadable)")
+        }
+    }
 }
