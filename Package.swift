@@ -171,7 +171,7 @@ let package = Package(
         ]),
         .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),
         .testTarget(name: "HTTPControlTests", dependencies: [
-            "HTTPControl", "OSCTransport", "Policy",
+            "HTTPControl", "OSCTransport", "Policy", "SessionStore",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
