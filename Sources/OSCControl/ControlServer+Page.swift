@@ -14,9 +14,9 @@ extension ControlServer {
         if let page = configuration.page, page.holds(key) {
             adminStreams.insert(id)
             logger.info("a WebSocket opened with the page's key: a person's rights over every app", metadata: ["peer": "\(address)"])
-        } else {
+        } else if let count = configuration.page?.noteWrongKey(now: OSCServer.clockSeconds()) {
             logger.notice("a WebSocket opened with a key that is not the page's (wrong, or changed since): its address's rights only",
-                          metadata: ["peer": "\(address)"])
+                          metadata: ["peer": "\(address)", "wrong keys since the last report": "\(count)"])
         }
     }
 

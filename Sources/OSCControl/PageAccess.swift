@@ -15,6 +15,8 @@ public final class PageAccess: @unchecked Sendable {
     private let lock = NSLock()
     private var key: String
     private var observers: [@Sendable (String) -> Void] = []
+    /// Wrong keys presented since the last one logged, and when that was (`noteWrongKey`).
+    private var wrongKeys = (count: 0, lastReport: -Double.infinity)
 
     /// The page's address without the key: `http://192.168.1.20:9952/ui/`.
     public let address: String
@@ -60,6 +62,17 @@ public final class PageAccess: @unchecked Sendable {
         }
         let link = PageKeyFile.link(address: address, key: new)
         for observer in observers { observer(link) }
+    }
+
+    /// Counts a wrong key presented; returns how many there were since the last report when one
+    /// is due (at most one a second), so a peer trying keys cannot flood the log.
+    public func noteWrongKey(now: Double) -> Int? {
+        lock.withLock {
+            wrongKeys.count += 1
+            guard now - wrongKeys.lastReport >= 1 else { return nil }
+            defer { wrongKeys = (0, now) }
+            return wrongKeys.count
+        }
     }
 
     /// Calls `observer` with the new link each time the key changes (on the thread that changed it).

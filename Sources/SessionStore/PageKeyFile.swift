@@ -40,7 +40,7 @@ public struct PageKeyFile: Sendable {
         do {
             _ = try AtomicFile.write(Data((key + "\n").utf8), to: path, replacing: true, mode: 0o600)
         } catch {
-            throw Failure(description: error.description)
+            throw Failure(description: "\(path): cannot keep the page's key (\(error))")
         }
     }
 

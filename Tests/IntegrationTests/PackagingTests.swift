@@ -51,7 +51,7 @@ struct PackagingTests {
         try Self.manPages(in: scratch.url.path)
         let expected = [
             "duckrouter": ["DUCKROUTER(1)", "SYNOPSIS", "check", "--wait-for-server", "--create-from", "--osc-port", "--version"],
-            "duckctl": ["DUCKCTL(1)", "SYNOPSIS", "status", "--json", "--color", "--port", "gain", "watch", "NO_COLOR"],
+            "duckctl": ["DUCKCTL(1)", "SYNOPSIS", "status", "--json", "--color", "--port", "gain", "watch", "NO_COLOR", "page", "--qr", "--new-key"],
         ]
         for (name, words) in expected {
             let page = scratch.path("man1/\(name).1")
