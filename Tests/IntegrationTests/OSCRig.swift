@@ -462,3 +462,9 @@ extension Array where Element == PythonOSC.Line {
         contains { line in line.path == path && values.enumerated().allSatisfy { i, v in i < line.args.count && line.args[i].description == v } }
     }
 }
+
+/// Removes a daemon's state file and the control page's key file it keeps beside it.
+func removeStateFiles(_ state: URL) {
+    try? FileManager.default.removeItem(at: state)
+    try? FileManager.default.removeItem(atPath: PageKeyFile.path(besideState: state.path))
+}
