@@ -110,6 +110,21 @@ struct PageKeyTests {
                 "the daemon logs the new link")
     }
 
+    @Test("an osc.admin address has every app without the key (/rights says osc.admin), and may change the key without giving it")
+    func adminAddress() throws {
+        let rig = try OSCRig(osc: #", "admin": ["127.0.0.1/32"]"#, http: true)
+        defer { rig.close() }
+        let key = try #require(rig.pageKey())
+        let owner = try Self.synthOwnedByAnother(rig)
+        let surface = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        #expect(try ask(surface, OSCMessage("/rights"))?.arguments == [.string("/rights"), .string("admin"), .string("osc.admin")])
+        #expect(try ask(surface, OSCMessage("/app/synth/volume", [.float(0.5)]))?.path == "/reply", "an admin address may change another's app")
+        let rotated = try ask(surface, OSCMessage("/page/key/rotate"))
+        #expect(rotated?.path == "/reply", "\(String(describing: rotated))")
+        #expect(rig.pageKey() != key && rig.pageKey() != nil)
+        _ = owner
+    }
+
     @Test("the key is in no answer to a peer that did not send it: /state, /page, /rights and errors over UDP, TCP and the WebSocket; the namespace, HOST_INFO, the page's files and HTTP errors")
     func keyNeverServed() throws {
         let rig = try OSCRig(http: true)
