@@ -16,7 +16,7 @@ enum ControlPageKey {
         } else if made {
             logger.notice("made the control page's key", metadata: ["file": "\(file.path)"])
         }
-        logger.notice("control page: \(page.link) (without its key: this address's rights only; duckctl page prints it)")
+        logger.notice("control page: \(page.link) (its key gives a person's rights over every app; duckctl page prints the link again)")
         page.onChange { link in logger.notice("the control page's key changed; control page: \(link)") }
         return page
     }
