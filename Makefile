@@ -6,7 +6,8 @@ SWIFT    ?= swift
 TEST_TIMEOUT ?= 1500
 SESSION  ?= Sessions/default.json
 # zita-njbridge: the router runs its zita-j2n for routes remote over it (docs/NETWORK.md).
-DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack libavahi-client-dev zita-njbridge libebur128-dev
+# qrencode: `duckctl page --qr` draws the control page's link with it, for a phone.
+DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack libavahi-client-dev zita-njbridge libebur128-dev qrencode
 BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
 # The control page's tests drive a real browser; the zeroconf test runs its own avahi daemon
 # (on a private D-Bus, in a network namespace of its own) and browses with avahi-browse.

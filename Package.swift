@@ -126,7 +126,7 @@ let package = Package(
         ]),
         // A command-line OSC client for people: duckctl state, duckctl activate nav, duckctl watch.
         .executableTarget(name: "duckctl", dependencies: [
-            "OSCTransport", "BuildInfo",
+            "OSCTransport", "SessionStore", "BuildInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "duckbench", dependencies: [
@@ -186,7 +186,7 @@ let package = Package(
         ]),
         .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),
         .testTarget(name: "HTTPControlTests", dependencies: [
-            "HTTPControl", "OSCTransport", "Policy",
+            "HTTPControl", "OSCTransport", "Policy", "SessionStore",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),

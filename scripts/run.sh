@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the router on a session, starting a JACK server with the dummy driver when none is running
-# (and stopping that server again on exit). Ctrl-C stops both.
+# (and stopping that server again on exit). Ctrl-C stops both. The router logs the control page's
+# link with its key ("control page: http://…/ui/#key=…"); duckctl page prints it again.
 #   scripts/run.sh BINARY SESSION [extra duckrouter arguments…]
 set -uo pipefail
 binary=$1; session=$2; shift 2
@@ -33,6 +34,8 @@ if ! JACK_DEFAULT_SERVER=$server jack_lsp >/dev/null 2>&1; then
     fi
 fi
 
+echo "The control page's link (with the key that lets it change every app) is the router's" \
+     "'control page:' line below; $(dirname "$binary")/duckctl page prints it again, page --qr as a QR code for a phone." >&2
 "$binary" --server "$server" "$session" "$@" &
 router_pid=$!
 wait "$router_pid"

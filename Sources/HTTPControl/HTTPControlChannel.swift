@@ -10,7 +10,8 @@ import OSCTransport
 
 /// Every connection of the HTTP server: `Admission` first, before any byte is decoded, then
 /// Hummingbird's HTTP/1.1 with the WebSocket upgrade (the connection gate rides on the HTTP
-/// side). The upgrade is granted only to an admitted peer whose request passes `OriginCheck`.
+/// side). The upgrade is granted only to an admitted peer whose request passes `OriginCheck`;
+/// what the WebSocket may do is its address's rights, or a person's with the page's key.
 struct HTTPControlChannel: ServerChildChannel {
     typealias Value = HTTP1WebSocketUpgradeChannel.Value
 
@@ -70,11 +71,11 @@ struct HTTPControlChannel: ServerChildChannel {
                         try? channel.pipeline.syncOperations.context(handlerType: HTTPServerProtocolErrorHandler.self)] {
             if let context { channel.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
         }
-        // The control page's own WebSocket (it passed the Origin check with an Origin: a browser
-        // showing this router's page) has a person's rights; other clients are as OSC over TCP
-        // (rights over any app only from an osc.admin address).
+        // Rights come from the peer's address, and from the page's key if it presents one
+        // (checked by the control server); never from a header such as Origin, which any
+        // program may write.
         let session = WebSocketSession(control: control, hub: hub, channel: channel, peer: peer,
-                                       admin: request.headerFields[.origin] != nil,
+                                       key: WebSocketSession.presentedKey(in: request.path ?? ""),
                                        queueLimit: configuration.webSocketQueueBytes,
                                        maximumMessageBytes: configuration.maximumWebSocketMessageBytes,
                                        stallSeconds: configuration.webSocketPingSeconds, waker: waker, logger: logger)

@@ -163,12 +163,9 @@ public final class HTTPControlServer: Sendable {
         }
         logger.info("HTTP (OSCQuery) listening", metadata: ["tcp": "\(configuration.bind):\(configuration.port)",
                                                            "connections": "\(book.limits.total), \(book.limits.perAddress) per address"])
+        // The page's address is logged by the daemon, with its key (pageAddress).
         if page.files.isEmpty {
             logger.warning("the control page's files were not found; /ui/ answers 404", metadata: ["looked in": "\(page.searched)"])
-        } else {
-            let host = configuration.bind == "0.0.0.0" || configuration.bind == "::" ? "127.0.0.1" : configuration.bind
-            let shown = host.contains(":") ? "[\(host)]" : host
-            logger.notice("control page: http://\(shown):\(configuration.port)/")
         }
     }
 

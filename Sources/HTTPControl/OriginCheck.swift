@@ -10,6 +10,10 @@ import Foundation
 ///   made to point at the router gives its page the same origin): allowed are IP addresses,
 ///   `localhost` (and names under it), and this machine's host name, with or without `.local`.
 /// Programs that are not browsers (OSCQuery clients) send no `Origin` and are not refused for it.
+///
+/// This is a browser's defence against other sites, never a proof of who the peer is: any
+/// program may send any `Origin`. Passing it grants nothing; rights come from the peer's address
+/// and the page's key (docs/HTTP.md, "Who may do what").
 public enum OriginCheck {
     /// Why the upgrade is refused, or nil.
     public static func refusal(host: String?, origin: String?, machineNames: [String]) -> String? {

@@ -8,9 +8,10 @@ import OSCTransport
 /// One OSCQuery WebSocket connection, from upgrade to close (docs/HTTP.md, "WebSocket").
 ///
 /// - Binary frames are OSC packets, handed to the OSC server as a stream connection
-///   (`ControlServer.openStream`): executed exactly as OSC over TCP; the control page's own
-///   WebSocket (one that came with the page's Origin) has a person's rights (`osc.admin`).
-///   Replies, errors, notifications and meters come back as binary frames.
+///   (`ControlServer.openStream`): executed exactly as OSC over TCP, with the rights of the
+///   peer's address, or a person's (as `osc.admin`) while the page's key it opened with is the
+///   page's (docs/HTTP.md, "Who may do what"). Replies, errors, notifications and meters come
+///   back as binary frames.
 /// - Text frames are OSCQuery commands (LISTEN, IGNORE), followed by the listen hub; one that
 ///   cannot be followed gets `{"COMMAND": "ERROR", "DATA": {"path": …, "message": …}}`.
 ///
@@ -29,8 +30,9 @@ struct WebSocketSession {
     let hub: ListenHub
     let channel: any Channel
     let peer: OSCTransport.SocketAddress
-    /// The control page's own WebSocket: a person's rights over every app.
-    let admin: Bool
+    /// The page's key as the upgrade request presented it (`?key=` on the WebSocket's URL), if
+    /// any: the control server decides what it is worth.
+    let key: String?
     let queueLimit: Int
     let maximumMessageBytes: Int
     let stallSeconds: Int64
@@ -53,12 +55,12 @@ struct WebSocketSession {
         var turnEnd: (@Sendable () -> Void)?
         if let waker { turnEnd = { waker.flush() } }
         let later = waker != nil
-        let stream = control.openStream(from: peer, admin: admin, outlet: { packet, conflatable in
+        let stream = control.openStream(from: peer, key: key, outlet: { packet, conflatable in
             queue.push(.binary(packet), conflatable: conflatable, wakingLater: later)
         }, turnEnd: turnEnd)
         let id = stream.id
         await hub.add(id, queue: queue, close: { [channel] in channel.close(promise: nil) })
-        logger.info("WebSocket opened", metadata: ["peer": "\(peer)", "connection": "\(id)", "admin": "\(admin)"])
+        logger.info("WebSocket opened", metadata: ["peer": "\(peer)", "connection": "\(id)", "key": "\(key == nil ? "none" : "presented")"])
         await read(inbound, stream: stream, queue: queue)
         queue.close()
         control.closeStream(stream)
@@ -98,6 +100,17 @@ struct WebSocketSession {
             // Too large a message, a protocol error, a reset: the connection ends.
             logger.debug("WebSocket read ended", metadata: ["peer": "\(peer)", "error": "\(error)"])
         }
+    }
+
+    /// The key in an upgrade request's target (`/?key=…`, any path): the page cannot set
+    /// headers on a WebSocket, so it puts the key in the URL's query (never in the page's own
+    /// address, where it is a fragment).
+    static func presentedKey(in target: String) -> String? {
+        guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+        for pair in query.split(separator: "&") where pair.hasPrefix("key=") {
+            return String(pair.dropFirst(4)).removingPercentEncoding
+        }
+        return nil
     }
 
     private func error(_ path: String?, _ message: String) -> String {

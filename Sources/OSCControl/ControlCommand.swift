@@ -24,6 +24,13 @@ public enum ControlCommand: Equatable, Sendable {
     /// given (a far router watching this one, which tells its own answers by it; a control
     /// surface's connection light).
     case ping(token: Int?)
+    /// `/rights`: what the sender may do (docs/HTTP.md, "Who may do what").
+    case rights
+    /// `/page`: the control page's address (without its key) and where its key is kept.
+    case page
+    /// `/page/key/rotate [s key]`: a new key for the page; the old one stops granting anything.
+    /// `key` is the current one, for a sender that holds it but has no other right to ask.
+    case rotatePageKey(key: String?)
 
     public enum Query: Equatable, Sendable {
         case appVolume(String), appGain(String), appRemote(String), appNotify(String), appCategory(String)
@@ -104,6 +111,10 @@ public enum ControlCommand: Equatable, Sendable {
             command = .loudnessMeters(url: try a.optionalURL(), rate: min(rate, 10))
         case "state" where parts.count == 1: command = .state
         case "ping" where parts.count == 1: command = .ping(token: try a.optionalInteger("token"))
+        case "rights" where parts.count == 1: command = .rights
+        case "page" where parts.count == 1: command = .page
+        case "page" where parts.count == 3 && parts[1] == "key" && parts[2] == "rotate":
+            command = .rotatePageKey(key: try a.optionalString("key"))
         default: throw unknown(message.path)
         }
         try a.finish()

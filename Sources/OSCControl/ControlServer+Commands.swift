@@ -64,6 +64,12 @@ extension ControlServer {
             return [.string(stateJSON())]
         case let .ping(token):
             return [.string(router.jackClientName())] + (token.map { [.int32(Int32($0))] } ?? [])
+        case .rights:
+            return rights(of: peer)
+        case .page:
+            return try pageLocation()
+        case let .rotatePageKey(key):
+            return try rotatePageKey(presented: key, by: peer)
         }
     }
 

@@ -5,12 +5,14 @@ import OSCTransport
 /// is sent to it (replies, errors, notifications, meters) leaves through its outlet.
 extension ControlServer {
     /// Opens a stream for a peer at `address` (see `OSCServer.openStream`); returns its id.
-    /// - Parameter admin: the peer has a person's rights, as an `osc.admin` address: it may
-    ///   control any app, whoever registered it (the control page).
-    public func openStream(from address: SocketAddress, admin: Bool, outlet: @escaping OSCServer.Outlet,
+    /// - Parameter key: the page's key as the peer presented it (nil: none). If it is the
+    ///   page's key when the stream opens, the peer has a person's rights, as an `osc.admin`
+    ///   address, until the key changes: it may control any app, whoever registered it. Checked
+    ///   on the server's thread, in order with `/page/key/rotate`, so an old key never slips in.
+    public func openStream(from address: SocketAddress, key: String?, outlet: @escaping OSCServer.Outlet,
                            turnEnd: (@Sendable () -> Void)? = nil) -> OSCServer.StreamHandle {
         let handle = server.openStream(from: address, outlet: outlet, turnEnd: turnEnd)
-        if admin { server.execute { [self] in adminStreams.insert(handle.id) } }
+        if let key { server.execute { [self] in admit(key, on: handle.id, from: address) } }
         return handle
     }
 

@@ -26,6 +26,8 @@ public final class ControlServer: @unchecked Sendable {
         public var maximumSubscribers = 64
         /// Failed sends in a row after which a subscriber (or an app's notify address) is dropped.
         public var failureLimit = 8
+        /// The control page's key and address (nil: no page, HTTP is off).
+        public var page: PageAccess?
         public init() {}
 
         /// The session's `osc` section, with command-line overrides.
@@ -112,7 +114,8 @@ public final class ControlServer: @unchecked Sendable {
     private var inBurst = false
     /// Told after anything that may have changed what a read sees (ControlServer+Streams.swift).
     var changeObservers: [@Sendable () -> Void] = []
-    /// Streams whose peer has a person's rights (osc.admin), by connection id.
+    /// Streams (WebSockets) whose peer presented the page's current key, by connection id: a
+    /// person's rights, as an osc.admin address. Emptied when the key changes.
     var adminStreams: Set<Int> = []
 
     /// The port the server listens on (UDP and TCP).

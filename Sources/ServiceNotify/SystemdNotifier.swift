@@ -36,6 +36,12 @@ public final class SystemdNotifier: Sendable {
         send(["READY=1", "STATUS=\(status)"])
     }
 
+    /// A new status line, readiness unchanged (the control page's link after its key changed).
+    public func status(_ status: String) {
+        guard !stopped.load(ordering: .acquiring) else { return }
+        send(["STATUS=\(status)"])
+    }
+
     /// A SIGHUP reload began; `ready` ends it. systemd wants the monotonic clock with it.
     public func reloading() {
         guard !stopped.load(ordering: .acquiring) else { return }

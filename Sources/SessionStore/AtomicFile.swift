@@ -7,8 +7,9 @@ enum AtomicFile {
     enum Outcome { case written, alreadyThere }
 
     /// Writes `data` to `path`. `replacing: false` leaves a file that is already at `path` as it
-    /// is (`.alreadyThere`), even one made by someone else a moment ago. Throws strerror's words.
-    static func write(_ data: Data, to path: String, replacing: Bool) throws(AtomicFileError) -> Outcome {
+    /// is (`.alreadyThere`), even one made by someone else a moment ago. `mode`, when given, is
+    /// the new file's mode from its first byte on (a secret's 0600). Throws strerror's words.
+    static func write(_ data: Data, to path: String, replacing: Bool, mode: mode_t? = nil) throws(AtomicFileError) -> Outcome {
         // A link to the file is followed: the file it names is the one replaced, and the link
         // stays (a person's ~/.config may link to a folder kept elsewhere).
         let target = replacing ? URL(fileURLWithPath: path).resolvingSymlinksInPath().path : path
@@ -24,7 +25,7 @@ enum AtomicFile {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         // mkstemp makes 0600; the file keeps the mode it had, else 0644 less the umask.
         var existing = stat()
-        fchmod(fd, replacing && stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o644 & ~currentUmask)
+        fchmod(fd, mode ?? (replacing && stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o644 & ~currentUmask))
         var ok = data.withUnsafeBytes { raw -> Bool in
             var offset = 0
             while offset < raw.count {

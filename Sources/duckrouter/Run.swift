@@ -195,7 +195,7 @@ struct Run: ParsableCommand {
         configuration.rampMilliseconds = rampMilliseconds
         let relay = NotificationRelay()
         configuration.onNotification = { relay.send($0) }
-        let oscConfiguration: ControlServer.Configuration
+        var oscConfiguration: ControlServer.Configuration
         do {
             oscConfiguration = try ControlServer.Configuration(session: loaded.osc, port: oscPort, bind: oscBind)
         } catch {
@@ -225,6 +225,10 @@ struct Run: ParsableCommand {
                 throw ExitCode(1)
             }
         }
+
+        // The control page's key, kept beside the state file (docs/HTTP.md, "Who may do what").
+        let page = http.map { ControlPageKey.open($0, stateFile: stateFilePath, logger: logger) }
+        oscConfiguration.page = page
 
         // SIGINT, SIGTERM and SIGHUP are blocked in every thread (see the end of this file) and
         // taken by one thread with sigwait from before the router starts; the main thread stops
@@ -342,8 +346,11 @@ struct Run: ParsableCommand {
         }
 
         let fileSession = FileSession(loaded)
-        let readyStatus = "running \(sessionPath) as JACK client '\(router.jackClientName())', OSC port \(control.port)"
+        let runningStatus = "running \(sessionPath) as JACK client '\(router.jackClientName())', OSC port \(control.port)"
             + (http.map { ", HTTP port \($0.configuration.port)" } ?? "")
+        // With the page's link as it is now (its key may change while it runs).
+        var readyStatus: String { runningStatus + (page.map { "; control page: \($0.link)" } ?? "") }
+        page?.onChange { _ in notifier.status(readyStatus) }
         // Ready before a SIGHUP can be taken: a reload's RELOADING/READY pair must not end start-up.
         notifier.ready(status: readyStatus)
         reload.set { [sessionPath] in

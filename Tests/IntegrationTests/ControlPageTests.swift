@@ -24,12 +24,14 @@ struct ControlPageTests {
         let rig = try OSCRig(routes: Self.routes, http: true)
         defer { rig.close() }
         try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
-        #expect(rig.log.contains("control page: http://127.0.0.1:\(rig.httpPort)/"), "the daemon says where the page is")
+        let key = try #require(rig.pageKey())
+        let link = "http://127.0.0.1:\(rig.httpPort)/ui/#key=\(key)"
+        #expect(rig.log.contains("control page: \(link)"), "the daemon says where the page is, with its key")
         let served = try HTTPClient.send(port: rig.httpPort, Data("GET /ui/ HTTP/1.1\r\nHost: 127.0.0.1:\(rig.httpPort)\r\nConnection: close\r\n\r\n".utf8))
         #expect(served.status == 200 && served.headers["content-type"] == "text/html; charset=utf-8")
         #expect(served.headers["x-frame-options"] == "DENY" && served.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true,
                 "never framed by another site: \(served.headers)")
-        let browser = try JSONLineScript("control_page.py", ["http://127.0.0.1:\(rig.httpPort)/"])
+        let browser = try JSONLineScript("control_page.py", [link])
         let opened = try #require(browser.call(["open", 1280, 800]))
         #expect(opened["live"] as? Bool == true, "\(opened)")
         #expect(opened["apps"] as? [String] == ["game", "music", "nav"])
@@ -100,5 +102,47 @@ struct ControlPageTests {
             .filter { !$0.contains("WebSocket connection to") && !$0.contains("ERR_CONNECTION_REFUSED") }
         #expect(errors.isEmpty, "\(errors)")
         _ = browser.call(["quit"])
+    }
+
+    @Test("opened with the key in its link, the page may change an app another client registered, and the key leaves the address bar (kept for the tab across a reload); opened without it, it says it has its address's rights only, and the router refuses it that app")
+    func rights() throws {
+        let rig = try OSCRig(routes: Self.routes, http: true)
+        defer { rig.close() }
+        try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
+        let key = try #require(rig.pageKey())
+        let owner = try PageKeyTests.synthOwnedByAnother(rig)
+        let address = "http://127.0.0.1:\(rig.httpPort)/ui/"
+
+        let person = try JSONLineScript("control_page.py", ["\(address)#key=\(key)"])
+        let opened = try #require(person.call(["open", 1280, 800]))
+        #expect(opened["live"] as? Bool == true && (opened["apps"] as? [String])?.contains("synth") == true, "\(opened)")
+        #expect(person.call(["wait_attr", "body", "data-rights", "admin", 3])?["found"] as? Bool == true, "the router says the page has a person's rights")
+        #expect(person.call(["attr", "#rights", "hidden"])?["value"] as? String != nil, "nothing to say about rights")
+        #expect(person.call(["location"])?["href"] as? String == address, "the key is taken out of the address bar")
+        #expect((person.call(["text", "html"])?["text"] as? String).map { !$0.contains(key) } ?? false, "nor shown in the page")
+        _ = person.call(["fader", "synth", 0.5])
+        try waitFor("synth at 0.5, set by the page") { (try? rig.query("/app/synth/volume"))??.arguments.last == .float(0.5) }
+        let reloaded = try #require(person.call(["reload"]))
+        #expect(reloaded["live"] as? Bool == true)
+        #expect(person.call(["wait_attr", "body", "data-rights", "admin", 3])?["found"] as? Bool == true, "the key is kept for the tab")
+        _ = person.call(["quit"])
+
+        // Without the key: the page opens and works with its address's rights, and says so.
+        let visitor = try JSONLineScript("control_page.py", [address])
+        #expect(try #require(visitor.call(["open", 390, 844]))["live"] as? Bool == true)
+        #expect(visitor.call(["wait_attr", "body", "data-rights", "address", 3])?["found"] as? Bool == true)
+        #expect(visitor.call(["attr", "#rights", "hidden"])?["value"] as? String == nil, "the notice is shown")
+        #expect((visitor.call(["text", "#rights"])?["text"] as? String ?? "").contains("duckctl page"))
+        _ = visitor.call(["screenshot", Self.screenshots.appendingPathComponent("control-page-without-key-390x844.png").path])
+        _ = visitor.call(["fader", "synth", 0.25])
+        #expect(visitor.call(["wait_text", "#error", "only it or an osc.admin address may control it", 3])?["found"] as? Bool == true,
+                "the router's refusal is shown")
+        #expect(try rig.query("/app/synth/volume")?.arguments == [.string("/app/synth/volume"), .float(0.5)], "synth unchanged")
+        _ = visitor.call(["click", "#silent"])
+        try waitFor("the silent switch on, from the page without its key (a shared control)") {
+            (try? rig.query("/system/silent"))??.arguments.last == .int32(1)
+        }
+        _ = visitor.call(["quit"])
+        _ = owner
     }
 }

@@ -89,7 +89,7 @@ struct DaemonTests {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-wait-\(getpid())-\(UUID().uuidString).log")
         let state = log.deletingPathExtension().appendingPathExtension("state.json")
         FileManager.default.createFile(atPath: log.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: log); try? FileManager.default.removeItem(at: state) }
+        defer { try? FileManager.default.removeItem(at: log); removeStateFiles(state) }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         let waiting = "waiting for the JACK server '\(server.name)' to start (--wait-for-server)"
 
@@ -273,7 +273,7 @@ struct DaemonTests {
         defer { device?.close() }
         // The change made below is kept in a state file of the test's own, not beside the session.
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-away-\(getpid())-\(UUID().uuidString).state.json")
-        defer { try? FileManager.default.removeItem(at: state) }
+        defer { removeStateFiles(state) }
         let (run, client) = try OSCPorts.withFreePort { port in
             let run = try Run(["--server", server.name, "--osc-port", "\(port)", "--state", state.path, "Sessions/default.json"])
             let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: port))

@@ -51,7 +51,7 @@ struct DuckctlTests {
             _ = try? run.finish()
             device?.close()
             server.stop()
-            try? FileManager.default.removeItem(at: state)
+            removeStateFiles(state)
         }
     }
 

@@ -69,7 +69,8 @@ final class ExampleRig {
         recorder.close()
         systemPorts?.close()
         server.stop()
-        for file in [state, log] { try? FileManager.default.removeItem(at: file) }
+        removeStateFiles(state)
+        try? FileManager.default.removeItem(at: log)
     }
 
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }

@@ -206,7 +206,7 @@ struct HTTPControlTests {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-http-\(getpid())-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: log) }
         let state = log.deletingPathExtension().appendingPathExtension("state.json")
-        defer { try? FileManager.default.removeItem(at: state) }
+        defer { removeStateFiles(state) }
         // A listener of this test's own holds the HTTP port.
         let squatter = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(squatter) }
@@ -252,7 +252,7 @@ struct HTTPControlTests {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-httpdefault-\(getpid())-\(UUID().uuidString)")
         let session = base.appendingPathExtension("json"), log = base.appendingPathExtension("log")
         let state = base.appendingPathExtension("state.json")
-        defer { for file in [session, log, state] { try? FileManager.default.removeItem(at: file) } }
+        defer { for file in [session, log] { try? FileManager.default.removeItem(at: file) }; removeStateFiles(state) }
         // Hold 9952 (unless another program already does: taken either way).
         let squatter = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(squatter) }
@@ -292,7 +292,7 @@ struct HTTPControlTests {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-httpport-\(getpid())-\(UUID().uuidString)")
         let session = base.appendingPathExtension("json"), log = base.appendingPathExtension("log")
         let state = base.appendingPathExtension("state.json")
-        defer { for file in [session, log, state] { try? FileManager.default.removeItem(at: file) } }
+        defer { for file in [session, log] { try? FileManager.default.removeItem(at: file) }; removeStateFiles(state) }
 
         /// Runs the daemon on a session with `http` (its http.port) and `arguments`, without the
         /// tests' usual --http-port 0, until `ready` says so; then stops it.

@@ -88,6 +88,10 @@ final class OSCQueryClient {
 
     /// Sends an OSC message over the WebSocket: `osc("/app/music/volume", ("f", 0.5))`.
     func osc(_ path: String, _ arguments: (String, Any)...) {
+        osc(path, arguments: arguments)
+    }
+
+    func osc(_ path: String, arguments: [(String, Any)]) {
         write(["osc", path] + arguments.map { [$0.0, $0.1] })
         _ = readLine()
     }

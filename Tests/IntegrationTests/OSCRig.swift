@@ -76,6 +76,12 @@ final class OSCRig {
     /// The state file the daemon keeps (beside the session unless `state` said where).
     var stateFile: URL { statePath ?? sessionFile.deletingPathExtension().appendingPathExtension("state.json") }
 
+    /// The control page's key file the daemon keeps beside the state file (with HTTP on).
+    var pageKeyFile: URL { URL(fileURLWithPath: PageKeyFile.path(besideState: stateFile.path)) }
+
+    /// The control page's key as the daemon keeps it now (nil: none).
+    func pageKey() -> String? { (try? PageKeyFile(path: pageKeyFile.path).load()) ?? nil }
+
     /// What the state file holds now (nil: none yet, or unreadable).
     func savedState() -> SavedState? { (try? StateFile(path: stateFile.path).load()) ?? nil }
 
@@ -140,6 +146,7 @@ final class OSCRig {
         try? FileManager.default.removeItem(at: sessionFile)
         try? FileManager.default.removeItem(at: stderrFile)
         try? FileManager.default.removeItem(at: stateFile)
+        try? FileManager.default.removeItem(at: pageKeyFile)
     }
 
     var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
@@ -462,4 +469,10 @@ extension Array where Element == PythonOSC.Line {
     func contains(_ path: String, _ values: String...) -> Bool {
         contains { line in line.path == path && values.enumerated().allSatisfy { i, v in i < line.args.count && line.args[i].description == v } }
     }
+}
+
+/// Removes a daemon's state file and the control page's key file it keeps beside it.
+func removeStateFiles(_ state: URL) {
+    try? FileManager.default.removeItem(at: state)
+    try? FileManager.default.removeItem(atPath: PageKeyFile.path(besideState: state.path))
 }

@@ -51,7 +51,7 @@ struct PackagingTests {
         try Self.manPages(in: scratch.url.path)
         let expected = [
             "duckrouter": ["DUCKROUTER(1)", "SYNOPSIS", "check", "--wait-for-server", "--create-from", "--osc-port", "--version"],
-            "duckctl": ["DUCKCTL(1)", "SYNOPSIS", "status", "--json", "--color", "--port", "gain", "watch", "NO_COLOR"],
+            "duckctl": ["DUCKCTL(1)", "SYNOPSIS", "status", "--json", "--color", "--port", "gain", "watch", "NO_COLOR", "page", "--qr", "--new-key"],
         ]
         for (name, words) in expected {
             let page = scratch.path("man1/\(name).1")
@@ -141,7 +141,7 @@ struct PackagingTests {
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
     }
 
-    @Test("under a user systemd: with no JACK server start returns at once and waits (stop while waiting is clean), the router comes up with the server, reload re-reads the session (same process), a crash restarts it, stop saves and ends cleanly",
+    @Test("under a user systemd: with no JACK server start returns at once and waits (stop while waiting is clean), the router comes up with the server, its status and duckctl page give the control page's link with the key kept beside the state file (a new key at once), reload re-reads the session (same process), a crash restarts it, stop saves and ends cleanly",
           .enabled(if: userSystemdCanRun, "a user systemd needs root here (mount and cgroup namespaces)"))
     func unitRunsUnderUserSystemd() throws {
         let scratch = try Scratch("user-systemd")
@@ -150,16 +150,17 @@ struct PackagingTests {
         defer { server.stop() }
         server.kill9()
         let port = try OSCPorts.free()
+        let httpPort = try OSCPorts.free()
 
         // The installed default session (where the unit's --create-from reads it), with the
-        // test's OSC port and no HTTP.
+        // test's OSC and HTTP ports.
         let data = scratch.path("share")
         let sessions = data + "/duckrouter/sessions"
         try FileManager.default.createDirectory(atPath: sessions, withIntermediateDirectories: true)
         let original = try Data(contentsOf: Self.repository.appendingPathComponent("Sessions/default.json"))
         var session = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
         session["osc"] = ["port": Int(port)]
-        session["http"] = ["port": 0]
+        session["http"] = ["port": Int(httpPort)]
         try JSONSerialization.data(withJSONObject: session, options: [.prettyPrinted, .sortedKeys])
             .write(to: URL(fileURLWithPath: sessions + "/default.json"))
         let unit = scratch.path("duckrouter.service")
@@ -170,17 +171,17 @@ struct PackagingTests {
         try Self.unitSteps.write(toFile: script, atomically: true, encoding: .utf8)
         let output = try CommandOutput.of(Self.repository.appendingPathComponent("scripts/with-user-systemd.sh").path,
                                           ["/bin/bash", script, unit, server.name, "\(port)", log,
-                                           Self.buildFolder.appendingPathComponent("duckctl").path])
+                                           Self.buildFolder.appendingPathComponent("duckctl").path, "\(httpPort)"])
         let routerLog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? "(none)"
         #expect(output.status == 0, "\(output)\n--- duckrouter's log\n\(routerLog)")
         #expect(output.stdout.contains("steps: all passed"), "\(output)")
     }
 
     /// What a person does with the unit, run beside the private user manager
-    /// (scripts/with-user-systemd.sh). Arguments: UNIT SERVER PORT LOG DUCKCTL.
+    /// (scripts/with-user-systemd.sh). Arguments: UNIT SERVER PORT LOG DUCKCTL HTTP_PORT.
     static let unitSteps = #"""
         set -euo pipefail
-        unit=$1 server=$2 port=$3 log=$4 duckctl=$5
+        unit=$1 server=$2 port=$3 log=$4 duckctl=$5 http_port=$6
         fail() { echo "steps: FAILED: $*"; systemctl --user status duckrouter --no-pager || true; exit 1; }
         units=$XDG_CONFIG_HOME/systemd/user
         mkdir -p "$units/duckrouter.service.d"
@@ -214,6 +215,17 @@ struct PackagingTests {
         "$duckctl" --port "$port" --timeout 1 state >/dev/null || fail "OSC does not answer once the status says running"
         status_text | grep -q "^running .*session.json as JACK client 'duckrouter', OSC port $port" || fail "StatusText: $(status_text)"
         [ -f "$XDG_CONFIG_HOME/duckrouter/session.json" ] || fail "the session was not made from the installed default"
+        # The control page's link, with the key kept beside the state file: in the status, and
+        # from duckctl page (which reads the key there); a new key shows in the status at once.
+        key_file=$XDG_CONFIG_HOME/duckrouter/session.page-key
+        [ "$(stat -c %a "$key_file")" = 600 ] || fail "the key file's mode: $(stat -c %a "$key_file")"
+        link="http://127.0.0.1:$http_port/ui/#key=$(cat "$key_file")"
+        status_text | grep -qF "; control page: $link" || fail "no page link in StatusText: $(status_text)"
+        [ "$("$duckctl" --port "$port" page)" = "$link" ] || fail "duckctl page: $("$duckctl" --port "$port" page)"
+        new_link=$("$duckctl" --port "$port" page --new-key) || fail "duckctl page --new-key"
+        [ "$new_link" != "$link" ] && [ "$new_link" = "http://127.0.0.1:$http_port/ui/#key=$(cat "$key_file")" ] || fail "--new-key: $new_link"
+        for _ in $(seq 50); do status_text | grep -qF "; control page: $new_link" && break; sleep 0.1; done
+        status_text | grep -qF "; control page: $new_link" || fail "the status keeps the old link: $(status_text)"
         pid=$(systemctl --user show -p MainPID --value duckrouter)
 
         # reload: SIGHUP re-reads the session file; the same process goes on.

@@ -57,7 +57,7 @@ struct WebSocketTests {
         #expect(client.until(["command": "PATH_REMOVED", "data": "/app/phone"]).matched)
     }
 
-    @Test("ownership as over OSC TCP: an app the WebSocket registers is its own until it closes; another's app is refused to a program's WebSocket, allowed to the page's (a person's rights)")
+    @Test("ownership as over OSC TCP: an app the WebSocket registers is its own until it closes; another's app is refused to a WebSocket without the page's key, allowed to one with it (a person's rights)")
     func ownership() throws {
         let rig = try OSCRig(http: true)
         defer { rig.close() }
@@ -74,9 +74,9 @@ struct WebSocketTests {
         let notOwner = client.until(["osc": "/error", "args": ["/app/synth/volume", -5]])
         #expect(notOwner.matched, "a program's WebSocket is an OSC TCP peer, not admin: \(notOwner.frames)")
         let page = try OSCQueryClient(httpPort: Int(rig.httpPort))
-        _ = page.call("connect_as_page")
+        _ = page.call("connect_with", try #require(rig.pageKey()), "http://127.0.0.1:\(rig.httpPort)")
         page.osc("/app/synth/volume", ("f", 0.5))
-        #expect(page.until(["osc": "/reply", "args": ["/app/synth/volume", 0.5]]).matched, "the page is a person's surface: it may change any app")
+        #expect(page.until(["osc": "/reply", "args": ["/app/synth/volume", 0.5]]).matched, "the page with its key is a person's surface: it may change any app")
         // Notifications ride on the WebSocket like on a TCP connection.
         client.osc("/subscribe")
         #expect(client.until(["osc": "/reply", "args": ["/subscribe"]]).matched)
@@ -91,6 +91,20 @@ struct WebSocketTests {
         let state = try rig.settings()
         let subscribers = state["subscribers"] as? [String] ?? []
         #expect(subscribers.isEmpty, "the closed WebSocket's subscription is gone: \(subscribers)")
+    }
+
+    @Test("Origin grants nothing: a WebSocket client that is not a browser, from an allowed address that is not osc.admin, sending an Origin equal to Host, gets -5 for an app another client registered")
+    func originGrantsNothing() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        let other = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        #expect(try ask(other, OSCMessage("/app/register", [.string("synth"), .string("ambient")]))?.path == "/reply")
+        let script = try OSCQueryClient(httpPort: Int(rig.httpPort))
+        #expect(script.call("connect_as_page")?["connected"] as? Bool == true, "an Origin equal to Host passes the browser check")
+        script.osc("/app/synth/volume", ("f", 0.5))
+        let refused = script.until(["osc": "/error", "args": ["/app/synth/volume", -5]])
+        #expect(refused.matched, "an Origin header is no proof of who sends it: \(refused.frames)")
+        #expect(try ask(other, OSCMessage("/app/synth/volume"))?.arguments == [.string("/app/synth/volume"), .float(1)], "synth's volume unchanged")
     }
 
     /// A router playing music at 0.5 (-6.02 dBFS), heard at the speaker, and a WebSocket client

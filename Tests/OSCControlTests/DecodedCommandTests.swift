@@ -165,6 +165,10 @@ let decodings: [Decoding] = [
     Decoding("state", "/state", [], .state),
     Decoding("ping", "/ping", [], .ping(token: nil)),
     Decoding("ping with a token to echo", "/ping", [.int32(123_456_789)], .ping(token: 123_456_789)),
+    Decoding("rights", "/rights", [], .rights),
+    Decoding("page", "/page", [], .page),
+    Decoding("rotate the page's key as an osc.admin address or a key-holding WebSocket", "/page/key/rotate", [], .rotatePageKey(key: nil)),
+    Decoding("rotate the page's key giving the current one", "/page/key/rotate", [.string("k3y")], .rotatePageKey(key: "k3y")),
 ]
 
 @Suite("ControlCommand.decode: what each path becomes")

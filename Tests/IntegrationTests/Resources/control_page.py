@@ -18,6 +18,8 @@ line for each:
   ["wait_meter", CSS, S]         -> {"found": bool, "seconds": s}  until a meter bar is over half wide
   ["screenshot", PATH]           -> {"saved": PATH}
   ["reload"]                     -> as "open", at the current size
+  ["goto", URL]                  -> as "open", another URL at the current size
+  ["location"]                   -> {"href": "..."}       the address bar as the page left it
   ["console"]                    -> {"errors": [...]}     severe messages in the browser's console
   ["quit"]                       -> {"quit": true}
 """
@@ -99,6 +101,11 @@ try:
             driver.set_window_size(request[1], request[2])
             driver.get(url)
             emit(opened())
+        elif verb == "goto":
+            driver.get(request[1])
+            emit(opened())
+        elif verb == "location":
+            emit({"href": driver.current_url})
         elif verb == "reload":
             driver.refresh()
             emit(opened())

@@ -11,6 +11,9 @@ JSON object per line for each:
                                                                  HOST_INFO (the HTTP port if absent), no Origin
   ["connect_as_page"]           -> {"connected": true}            the same with the router's own
                                                                  page as Origin, as its page's would
+  ["connect_with", KEY, ORIGIN] -> {"connected": true}            the same with ?key=KEY on the
+                                                                 WebSocket's URL and ORIGIN as Origin
+                                                                 (either null: none)
   ["chataigne"]                 -> {"listened": N, "paths": [...]}  Chataigne's flow: HOST_INFO, /,
                                    WebSocket, one LISTEN per readable parameter
   ["listen", "/path"] / ["ignore", "/path"]   -> {"sent": true}  text frames
@@ -54,16 +57,17 @@ def http_get(path):
         return error.code, None
 
 
-def connect(origin=None):
+def connect(origin=None, key=None):
     global ws
     _, info = http_get("/?HOST_INFO")
     ws_host = info.get("WS_IP") or host
     ws_port = info.get("WS_PORT") or http_port
+    target = f"ws://{ws_host}:{ws_port}/" + (f"?key={key}" if key is not None else "")
     # websocket-client sends an Origin of its own unless told not to: a program sends none.
     if origin:
-        ws = websocket.create_connection(f"ws://{ws_host}:{ws_port}/", timeout=5, origin=origin)
+        ws = websocket.create_connection(target, timeout=5, origin=origin)
     else:
-        ws = websocket.create_connection(f"ws://{ws_host}:{ws_port}/", timeout=5, suppress_origin=True)
+        ws = websocket.create_connection(target, timeout=5, suppress_origin=True)
 
 
 def messages(data):
@@ -134,6 +138,9 @@ for line in sys.stdin:
         emit({"connected": True})
     elif verb == "connect_as_page":
         connect(f"http://{host}:{http_port}")
+        emit({"connected": True})
+    elif verb == "connect_with":
+        connect(request[2], request[1])
         emit({"connected": True})
     elif verb == "chataigne":
         _, info = http_get("/?HOST_INFO")

@@ -6,6 +6,13 @@
 // person is moving shows the person's value until let go, then the router's again (and a
 // switch or a field the router's within a second). After a lost connection it says so, greys out,
 // reconnects, and reads everything again.
+//
+// Rights (docs/HTTP.md, "Who may do what"): the link `duckctl page` prints carries the page's key
+// in its fragment (#key=…), which no browser sends to a server or puts in a Referer. The page
+// keeps it for this tab (sessionStorage), takes it out of the address bar, and presents it
+// when it opens its WebSocket (?key=…: a browser cannot set headers on a WebSocket). The router
+// says what the page may do (/rights); without the key it has its address's rights only, and
+// says so at the top.
 "use strict";
 
 // ---- OSC 1.0: strings, int32, float32; messages and bundles ----
@@ -71,6 +78,19 @@ function oscDecode(view, start = 0, end = view.byteLength) {
   }
 }
 
+// ---- The key ----
+
+const pageKey = (() => {
+  const found = /(?:^#|&)key=([A-Za-z0-9_-]+)/.exec(location.hash);
+  try {
+    if (found) sessionStorage.setItem("duckrouter.key", found[1]);
+    if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+    return sessionStorage.getItem("duckrouter.key") || (found && found[1]);
+  } catch (error) {
+    return found && found[1];
+  }
+})();
+
 // ---- The connection ----
 
 const values = {};          // path → the arguments the router last sent for it
@@ -86,7 +106,8 @@ function send(path, args = []) {
 }
 
 function connect() {
-  socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`);
+  const key = pageKey ? `?key=${encodeURIComponent(pageKey)}` : "";
+  socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/${key}`);
   socket.binaryType = "arraybuffer";
   socket.onopen = () => reload();
   socket.onmessage = (event) => {
@@ -139,7 +160,24 @@ async function reload() {
   build();
   for (const path of readablePaths(tree)) ws.send(JSON.stringify({ COMMAND: "LISTEN", DATA: path }));
   send("/meters", [["f", 20]]);
+  send("/rights");
   setLink(true, "live");
+}
+
+/** What the router says this page may do: every app (admin), or its address's rights only. */
+function showRights([, level, because]) {
+  const rights = $("rights");
+  document.body.dataset.rights = level === "admin" ? "admin" : "address";
+  if (level === "admin") {
+    rights.hidden = true;
+    return;
+  }
+  rights.textContent = (pageKey
+    ? "This link's key is not the router's (it may have been changed): "
+    : "Opened without the page's key: ")
+    + "this page has its address's rights only, and apps other programs registered refuse its changes. "
+    + "Open the link that duckctl page prints to control every app.";
+  rights.hidden = false;
 }
 
 /** The values the page listens to; meters come as /meters bundles (one subscription for all). */
@@ -245,7 +283,12 @@ function settle(path) {
 
 function received(message) {
   if (message.path === "/duckrouter/meter") return meter(message.args);
-  if (message.path === "/error") return showError(`${message.args[0]}: ${message.args[2]}`);
+  if (message.path === "/error") {
+    // Not permitted: the rights may have changed (the key was changed): ask again.
+    if (message.args[1] === -5) send("/rights");
+    return showError(`${message.args[0]}: ${message.args[2]}`);
+  }
+  if (message.path === "/reply" && message.args[0] === "/rights") return showRights(message.args);
   if (message.path.startsWith("/duckrouter/") || message.path === "/reply") return;
   values[message.path] = message.args;
   render(message.path);

@@ -1,0 +1,94 @@
+import Foundation
+
+/// The control page's key (docs/HTTP.md, "Who may do what"): a secret the router makes, whose
+/// holder has a person's rights over every app. It is kept in a file of its own beside the state
+/// file (`Sessions/x.state.json` → `Sessions/x.page-key`), mode 0600, written whole or not at
+/// all, and only when the key is made or changed: state saves and reloads never touch it.
+/// `duckctl page` reads it there, as the same user on the same machine.
+public struct PageKeyFile: Sendable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Beside the state file: `Sessions/car.state.json` → `Sessions/car.page-key`.
+    public static func path(besideState state: String) -> String {
+        (state.hasSuffix(".state.json") ? String(state.dropLast(".state.json".count)) : state) + ".page-key"
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The key kept in the file; nil when there is none (no file, or one that holds no key,
+    /// which the next `save` replaces). Throws when the file is there and cannot be read.
+    public func load() throws(Failure) -> String? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw Failure(description: "\(path): cannot read the page's key: \(error.localizedDescription)")
+        }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Self.isWellFormed(text) ? text : nil
+    }
+
+    /// Writes `key` atomically, readable by this user only.
+    public func save(_ key: String) throws(Failure) {
+        do {
+            _ = try AtomicFile.write(Data((key + "\n").utf8), to: path, replacing: true, mode: 0o600)
+        } catch {
+            throw Failure(description: "\(path): cannot keep the page's key (\(error))")
+        }
+    }
+
+    /// The kept key, or a new one made and kept when there is none; `made` says which.
+    public func loadOrMake() throws(Failure) -> (key: String, made: Bool) {
+        if let key = try load() {
+            // A copy made with a looser mode is tightened: the key is as good as the file's mode.
+            var status = stat()
+            if stat(path, &status) == 0, status.st_mode & 0o077 != 0 { chmod(path, 0o600) }
+            return (key, false)
+        }
+        let key = Self.newKey()
+        try save(key)
+        return (key, true)
+    }
+
+    /// The page's link: its address with the key in the fragment, which a browser sends to no
+    /// server and puts in no Referer (`http://host:9952/ui/#key=…`).
+    public static func link(address: String, key: String) -> String { "\(address)#key=\(key)" }
+
+    /// A new key: 256 random bits from the system's generator (getrandom), as base64url
+    /// without padding (43 characters, safe in a URL as it is).
+    public static func newKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// A key as `newKey` makes them (or one a person wrote of at least 128 bits): 22 to 128
+    /// base64url characters.
+    public static func isWellFormed(_ text: String) -> Bool {
+        (22...128).contains(text.utf8.count)
+            && text.utf8.allSatisfy { c in
+                (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x5F
+            }
+    }
+
+    /// Whether `presented` is `key`, in a time that depends on their lengths only (never on
+    /// where they first differ), so a peer cannot find the key a character at a time.
+    public static func matches(_ presented: String, _ key: String) -> Bool {
+        let a = Array(presented.utf8)
+        let b = Array(key.utf8)
+        var difference: UInt8 = a.count == b.count ? 0 : 1
+        for i in 0..<max(a.count, b.count) {
+            difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+        }
+        return difference == 0
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import OSCTransport
+import SessionStore
+
+extension DuckCtl {
+    /// `duckctl page`: the control page's link with its key (docs/HTTP.md, "Who may do what").
+    struct Page: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the control page's link, with the key that gives a person's rights over every app.",
+            discussion: """
+                Asks the router where its page is and where it keeps the page's key (/page), then \
+                reads the key from that file (beside the router's state file, mode 0600): run it as \
+                the router's user, on the router's machine. The key is never sent over the network \
+                to be read. --qr also prints the link as a QR code for a phone's camera (with \
+                qrencode: apt install qrencode). --new-key first changes the key \
+                (/page/key/rotate): pages opened with the old link keep only their address's \
+                rights, and the old link grants nothing any more.
+                """)
+        @OptionGroup var connection: Connection
+        @Flag(help: "Also print the link as a QR code in the terminal (needs qrencode).")
+        var qr = false
+        @Flag(name: .customLong("new-key"), help: "Change the page's key first; the old link stops granting anything.")
+        var newKey = false
+
+        func run() throws {
+            try duckctl.run {
+                let values = try connection.call(OSCMessage("/page"))
+                guard values.count == 2, case let .string(address) = values[0], case let .string(path) = values[1] else {
+                    throw Failure(message: "/page: unexpected reply \(values)", code: 1)
+                }
+                let file = PageKeyFile(path: path)
+                if newKey {
+                    // The current key proves the right to change it (an osc.admin address needs none).
+                    let current = try? file.load()
+                    _ = try connection.call(OSCMessage("/page/key/rotate", current.map { [.string($0)] } ?? []))
+                }
+                let link = PageKeyFile.link(address: address, key: try Self.key(in: file))
+                print(link)
+                // qrencode writes to the same standard output: the link goes out first.
+                fflush(nil)
+                if qr { try Self.printQRCode(link) }
+            }
+        }
+
+        static func key(in file: PageKeyFile) throws -> String {
+            let key: String?
+            do throws(PageKeyFile.Failure) {
+                key = try file.load()
+            } catch {
+                throw Failure(message: "\(error) (duckctl page reads the key where the router keeps it: run it as the router's user, on its machine)", code: 1)
+            }
+            guard let key else {
+                throw Failure(message: "\(file.path) holds no key (the router makes one when it starts with HTTP on)", code: 1)
+            }
+            return key
+        }
+
+        /// The link as a QR code in UTF-8 block characters, by qrencode (Debian's package of the
+        /// same name), so a phone's camera can open it from the terminal.
+        static func printQRCode(_ link: String) throws {
+            guard let qrencode = findInPath("qrencode") else {
+                throw Failure(message: "--qr needs qrencode, which is not installed: apt install qrencode (the link above works without it)", code: 1)
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: qrencode)
+            // The link goes on standard input, not the command line, where ps would show it.
+            process.arguments = ["-t", "UTF8", "-m", "2"]
+            let input = Pipe()
+            process.standardInput = input
+            do {
+                try process.run()
+            } catch {
+                throw Failure(message: "cannot run \(qrencode): \(error)", code: 1)
+            }
+            try? input.fileHandleForWriting.write(contentsOf: Data(link.utf8))
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw Failure(message: "\(qrencode) failed (exit status \(process.terminationStatus))", code: 1)
+            }
+        }
+
+        private static func findInPath(_ name: String) -> String? {
+            let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+            return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        }
+    }
+}
