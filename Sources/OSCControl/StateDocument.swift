@@ -188,6 +188,10 @@ struct StateDocument: Encodable {
 
     var settings: Settings
     var engine: EngineCounters
+    /// The OSC listeners' limits and refusals, and the process's descriptors
+    /// (StateDocument+Limits.swift).
+    var osc: OSCLimits?
+    var descriptors: Descriptors?
 
     init(_ status: RouterStatus, owners: [String: String], notify: [String: String], subscribers: [String],
          meterSubscribers: [String]) {
