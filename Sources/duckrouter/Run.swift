@@ -7,6 +7,7 @@ import Zeroconf
 import JackHost
 import Logging
 import OSCControl
+import OSCTransport
 import RemoteRoutes
 import RouterCore
 import ServiceNotify
@@ -92,6 +93,11 @@ struct Run: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "duckrouter")
+        // Room for every peer, JACK and the state file (docs/RELIABILITY.md, "Descriptor budget").
+        let descriptors = DescriptorBudget.raiseSoftLimit()
+        let raised = descriptors.after > descriptors.before ? " (raised from \(descriptors.before))" : ""
+        let ceiling = descriptors.hard > descriptors.after ? " (hard limit \(descriptors.hard); raised at most to \(DescriptorBudget.ceiling))" : ""
+        logger.info("descriptor limit \(descriptors.after)\(raised)\(ceiling)")
         let notifier = SystemdNotifier.fromEnvironment()
         // libjack's own messages go to the log: at debug level while connecting (a missing server
         // is reported once, by us), as warnings once the router runs.

@@ -215,6 +215,9 @@ struct PackagingTests {
         status_text | grep -q "^running .*session.json as JACK client 'duckrouter', OSC port $port" || fail "StatusText: $(status_text)"
         [ -f "$XDG_CONFIG_HOME/duckrouter/session.json" ] || fail "the session was not made from the installed default"
         pid=$(systemctl --user show -p MainPID --value duckrouter)
+        # LimitNOFILE: the descriptor limit the router runs with, and says it runs with.
+        grep -q -E "^Max open files +8192 +8192 " "/proc/$pid/limits" || fail "descriptor limit: $(grep "Max open files" "/proc/$pid/limits")"
+        grep -q "descriptor limit 8192" "$log" || fail "the log does not give the descriptor limit"
 
         # reload: SIGHUP re-reads the session file; the same process goes on.
         "$duckctl" --port "$port" gain -6 >/dev/null || fail "duckctl gain -6"
