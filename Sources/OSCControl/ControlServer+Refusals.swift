@@ -34,7 +34,7 @@ extension ControlServer {
     }
 
     private func logRefusals(_ summary: RefusalBudget.Summary) {
-        logger.notice("refused \(summary) more OSC packets from senders outside osc.allow, unanswered and without a line each")
+        logger.notice("refused more OSC packets from senders outside osc.allow, unanswered and without a line each: \(summary)")
     }
 
     /// The `/error` a TCP peer closed at accept is told (path `/`: the connection itself).

@@ -151,7 +151,7 @@ extension OSCServer {
     }
 
     func logClosings(_ summary: RefusalBudget.Summary) {
-        onProblem("closed \(summary) more OSC TCP connections without a log line each (outside osc.allow, over a limit, or at the packet deadline)")
+        onProblem("closed more OSC TCP connections without a line each (outside osc.allow, over a limit, or at the packet deadline): \(summary)")
     }
 
     private func pauseAccepting(_ failure: Int32, soft: Int) {
