@@ -23,10 +23,12 @@ extension ControlServer {
         var next = meterTargets.isEmpty && !meterHistory.isEmpty ? 0 : Double.infinity
         for target in meterTargets { next = min(next, target.nextMeter) }
         for target in loudnessTargets { next = min(next, target.nextMeter) }
+        if let due = refusals.due { next = min(next, due) }
         return next.isFinite ? next : nil
     }
 
     func tick() {
+        flushRefusals(now: OSCServer.clockSeconds())
         if !loudnessTargets.isEmpty { tickLoudness() }
         guard !meterTargets.isEmpty else {
             meterHistory.removeAll()

@@ -24,6 +24,11 @@ public final class ControlServer: @unchecked Sendable {
         /// Senders that may control any app (control surfaces).
         public var admin: [NetworkRange] = []
         public var maximumSubscribers = 64
+        /// TCP connections admitted at once, in all and from one address, and the seconds a TCP
+        /// peer has to send a complete packet (OSCServer+Admission.swift).
+        public var tcpConnections = 64
+        public var tcpConnectionsPerAddress = 32
+        public var tcpPacketTimeout = 10.0
         /// Failed sends in a row after which a subscriber (or an app's notify address) is dropped.
         public var failureLimit = 8
         /// The control page's key and address (nil: no page, HTTP is off).
@@ -46,6 +51,9 @@ public final class ControlServer: @unchecked Sendable {
                 case let .failure(error): throw ControlServerError("osc.admin: \(error)")
                 }
             }
+            tcpConnections = session.tcpConnections
+            tcpConnectionsPerAddress = session.tcpConnectionsPerAddress
+            tcpPacketTimeout = session.tcpPacketTimeout
         }
     }
 
@@ -110,6 +118,10 @@ public final class ControlServer: @unchecked Sendable {
     private var lastMalformedLog = 0.0
     /// Counters for `/state` and tests.
     private(set) var received = 0
+    /// Packets from senders outside `osc.allow`, and which of them are answered and logged
+    /// (ControlServer+Refusals.swift).
+    var refusedPackets = 0
+    var refusals = RefusalBudget()
     /// Whether the router is coalescing plans for the burst being handled.
     private var inBurst = false
     /// Told after anything that may have changed what a read sees (ControlServer+Streams.swift).
@@ -130,12 +142,19 @@ public final class ControlServer: @unchecked Sendable {
         var settings = OSCServer.Configuration()
         settings.bind = configuration.bind
         settings.port = configuration.port
+        settings.maximumConnections = configuration.tcpConnections
+        settings.maximumConnectionsPerAddress = configuration.tcpConnectionsPerAddress
+        settings.packetTimeout = configuration.tcpPacketTimeout
         do {
             server = try OSCServer(configuration: settings)
         } catch {
             throw ControlServerError(error.description)
         }
         server.onProblem = { [logger] text in logger.warning("\(text)") }
+        server.admits = { [allow = configuration.allow] address in
+            allow.contains { $0.contains(address.bytes, port: address.port) }
+        }
+        server.answerAtAccept = Self.answer(closing:_:)
     }
 
     /// Starts serving on the server's own thread.
@@ -167,7 +186,7 @@ public final class ControlServer: @unchecked Sendable {
 
     // MARK: Receiving
 
-    private func allowed(_ peer: OSCServer.Peer) -> Bool {
+    func allowed(_ peer: OSCServer.Peer) -> Bool {
         configuration.allow.contains { $0.contains(peer.address.bytes, port: peer.address.port) }
     }
 
@@ -185,6 +204,11 @@ public final class ControlServer: @unchecked Sendable {
             router.beginCoalescing()
         }
         received += 1
+        // Judged before it is decoded: a refused packet costs no more than it must.
+        guard allowed(peer) else {
+            refuse(bytes, from: peer)
+            return
+        }
         let packet: OSCPacket
         do {
             packet = try OSCCodec.decode(bytes)
@@ -193,14 +217,6 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         let messages = OSCClient.messages(in: packet)
-        guard allowed(peer) else {
-            for message in messages {
-                sendError(to: peer, path: message.path,
-                          PolicyError(.notPermitted, "\(peer.address.host) is not allowed to control this router (osc.allow)"))
-            }
-            logger.notice("refused OSC from a sender outside osc.allow", metadata: ["peer": "\(peer)", "messages": "\(messages.count)"])
-            return
-        }
         switch packet {
         case let .message(message):
             execute(message, from: peer)
@@ -336,6 +352,8 @@ public final class ControlServer: @unchecked Sendable {
                                      notify: notifyTargets.mapValues(\.url), subscribers: subscribers.map(\.url),
                                      meterSubscribers: meterTargets.map(\.url))
         document.http = httpState.read()
+        document.osc = limitsState()
+        document.descriptors = StateDocument.Descriptors.now()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")

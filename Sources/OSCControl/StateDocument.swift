@@ -211,6 +211,10 @@ struct StateDocument: Encodable {
     var engine: EngineCounters
     /// The HTTP server's connections (absent without one).
     var http: HTTPConnectionState?
+    /// The OSC listeners' limits and refusals, and the process's descriptors
+    /// (StateDocument+Limits.swift).
+    var osc: OSCLimits?
+    var descriptors: Descriptors?
 
     init(_ status: RouterStatus, owners: [String: String], notify: [String: String], subscribers: [String],
          meterSubscribers: [String]) {

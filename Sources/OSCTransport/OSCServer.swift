@@ -29,7 +29,13 @@ public final class OSCServer: @unchecked Sendable {
         public var bind = "127.0.0.1"
         /// UDP and TCP port; 0 picks a free one (the same number for both).
         public var port: UInt16 = 9951
+        /// TCP peers admitted at once, in all (fewer when the descriptor limit leaves less beyond
+        /// its reserve: `DescriptorBudget`) and from one address (OSCServer+Admission.swift).
         public var maximumConnections = 64
+        public var maximumConnectionsPerAddress = 32
+        /// Seconds a TCP peer has to send its first complete packet, and to finish each packet it
+        /// begins; past it the connection is closed.
+        public var packetTimeout = 10.0
         /// The largest packet a TCP peer may send; a larger one closes its connection.
         public var maximumStreamPacket = 1 << 20
         /// Bytes a TCP peer may leave unread before sends to it fail (it is too slow).
@@ -72,8 +78,8 @@ public final class OSCServer: @unchecked Sendable {
     public let configuration: Configuration
     /// The port bound (for UDP and TCP).
     public let port: UInt16
-    private let udp: Int32
-    private let listener: Int32
+    let udp: Int32
+    let listener: Int32
     private let wake: Int32
     private let wakeWriter: Int32
     /// Not Synchronization's `Mutex`: TSan cannot see it on Linux (see JackHost's `Locked`).
@@ -82,7 +88,18 @@ public final class OSCServer: @unchecked Sendable {
     private var tasks: [(work: @Sendable () -> Void, ifStopped: @Sendable () -> Void)] = []
     /// False once `stop()` began: `execute` then refuses work instead of queueing it.
     private var acceptsTasks = true
-    private var connections: [Int: Connection] = [:]
+    var connections: [Int: Connection] = [:]
+    /// Peers' connections open (not those the server opened), in all and per address
+    /// (OSCServer+Admission.swift).
+    var inboundCount = 0
+    var inboundByHost: [[UInt8]: Int] = [:]
+    var admissionCounts = (refused: 0, turnedAway: 0, closedAtDeadline: 0, acceptPauses: 0)
+    /// Connections closed by the limits, logged at a bounded rate.
+    var closings = RefusalBudget()
+    /// While accept found no descriptor: the listener is not polled until then (ms).
+    var listenerPausedUntil: Int64 = 0
+    var lastPauseReport: Int64 = -1_000_000
+    var pausesUnreported = 0
     /// Stream connections carried by another front end (WebSockets), by connection id
     /// (OSCServer+Streams.swift).
     var streams: [Int: Stream] = [:]
@@ -102,9 +119,14 @@ public final class OSCServer: @unchecked Sendable {
     private var nextTickWanted: () -> Double? = { 0 }
     private var onBurstEnd: () -> Void = {}
     private var tickMilliseconds: Int32 = 10
-    private var receiveBuffer = [UInt8](repeating: 0, count: 65_536)
+    var receiveBuffer = [UInt8](repeating: 0, count: 65_536)
     /// Problems worth a log line, handed to whoever watches (the control layer logs them).
     public var onProblem: (String) -> Void = { _ in }
+    /// Whether a TCP peer at this address may connect, asked at accept (set before `start`).
+    public var admits: (SocketAddress) -> Bool = { _ in true }
+    /// What a TCP peer closed at accept is told before it is closed (one packet, framed by the
+    /// server; nil: nothing). Set before `start`.
+    public var answerAtAccept: (SocketAddress, Rejection) -> [UInt8]? = { _, _ in nil }
 
     public init(configuration: Configuration = Configuration()) throws(OSCServerError) {
         self.configuration = configuration
@@ -246,9 +268,11 @@ public final class OSCServer: @unchecked Sendable {
         var lastTick: Int64 = 0
         var streamsWaiting = false
         while running.load(ordering: .acquiring) {
+            let turnStart = OSCServer.nowMilliseconds()
+            // A negative descriptor is skipped by poll: the listener while accept waits for descriptors.
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: udp, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: isListening(now: turnStart) ? listener : -1, events: Int16(POLLIN), revents: 0)]
             let ids = Array(connections.keys)
             for id in ids {
                 let c = connections[id]!
@@ -259,9 +283,11 @@ public final class OSCServer: @unchecked Sendable {
             // Packets of streams still waiting: look at the sockets and come straight back. No
             // tick wanted (no meter subscriber): sleep until something comes (-1), so an idle
             // router's OSC thread costs nothing; else until the tick that is wanted.
+            // A packet deadline, the end of an accept pause or a summary due wakes it too.
             let nextTick = nextTickWanted().map { OSCServer.tick(for: $0, after: lastTick, every: interval) }
+            let wakeAt = [nextTick, nextLimitEvent(now: turnStart)].compactMap { $0 }.min()
             let timeout = streamsWaiting ? 0
-                : nextTick.map { Int32(clamping: max(0, $0 - OSCServer.nowMilliseconds())) } ?? -1
+                : wakeAt.map { Int32(clamping: max(0, $0 - OSCServer.nowMilliseconds())) } ?? -1
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 && errno != EINTR { onProblem("poll failed: \(errorText())") }
             if fds[0].revents != 0 {
@@ -283,6 +309,7 @@ public final class OSCServer: @unchecked Sendable {
             onBurstEnd()
             runTasks()
             let now = OSCServer.nowMilliseconds()
+            closeOverdue(now: now)
             // A timer the burst started (a new subscriber) is asked for at the next turn.
             if let nextTick, now >= nextTick {
                 onTick()
@@ -324,30 +351,6 @@ public final class OSCServer: @unchecked Sendable {
         }
     }
 
-    private func acceptConnections() {
-        while true {
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    accept(listener, $0, &length)
-                }
-            }
-            if fd < 0 { return }
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) } }
-            guard let address, connections.count < configuration.maximumConnections else {
-                onProblem("refused a TCP connection\(address.map { " from \($0)" } ?? ""): \(configuration.maximumConnections) are open already")
-                Glibc.close(fd)
-                continue
-            }
-            setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-            let id = newConnectionID()
-            connections[id] = Connection(fd: fd, id: id, address: address, inbound: true)
-        }
-    }
-
     private func service(_ id: Int, revents: Int16) {
         guard let c = connections[id] else { return }
         if c.connecting {
@@ -384,6 +387,7 @@ public final class OSCServer: @unchecked Sendable {
             }
             extractPackets(c)
             if connections[id] == nil { return }
+            c.updateDeadline(now: OSCServer.nowMilliseconds(), timeout: packetTimeoutMilliseconds)
         }
         if !c.output.isEmpty { flush(c) }
     }
@@ -408,7 +412,11 @@ public final class OSCServer: @unchecked Sendable {
                 guard c.input.count >= 4 + size else { return }
                 let packet = Array(c.input[4..<4 + size])
                 c.input.removeFirst(4 + size)
-                if size > 0 { handler(packet, peer) }
+                // An empty frame is no packet: it neither meets nor moves the deadline.
+                if size > 0 {
+                    c.tookPacket = true
+                    handler(packet, peer)
+                }
             case .slip:
                 guard let end = c.input.dropFirst().firstIndex(of: Connection.slipEnd) else {
                     if c.input.count > configuration.maximumStreamPacket * 2 + 2 {
@@ -419,20 +427,28 @@ public final class OSCServer: @unchecked Sendable {
                 }
                 let frame = c.input[1..<end]
                 c.input.removeFirst(end)
-                if let packet = Connection.unslip(frame), !packet.isEmpty { handler(packet, peer) }
+                if let packet = Connection.unslip(frame), !packet.isEmpty {
+                    c.tookPacket = true
+                    handler(packet, peer)
+                }
             }
             if connections[c.id] == nil { return }
         }
     }
 
-    private func drop(_ id: Int, reason: String?) {
+    func drop(_ id: Int, reason: String?) {
         guard let c = connections.removeValue(forKey: id) else { return }
         Glibc.close(c.fd)
+        if c.inbound {
+            inboundCount -= 1
+            let left = inboundByHost[c.address.bytes, default: 1] - 1
+            inboundByHost[c.address.bytes] = left > 0 ? left : nil
+        }
         if let reason { onProblem("TCP \(c.address): \(reason)") }
         if c.inbound { onClose(Peer(transport: .tcp, address: c.address, connection: c.id)) }
     }
 
-    private func flush(_ c: Connection) {
+    func flush(_ c: Connection) {
         while !c.output.isEmpty {
             let sent = c.output.withUnsafeBytes { Glibc.send(c.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
             if sent > 0 {
@@ -444,97 +460,6 @@ public final class OSCServer: @unchecked Sendable {
                 return
             }
         }
-    }
-
-    // MARK: Sending (server thread only)
-
-    /// Sends a packet to a peer (a reply). False when it could not be sent or queued.
-    @discardableResult
-    public func send(_ packet: [UInt8], to peer: Peer) -> Bool {
-        switch peer.transport {
-        case .udp:
-            let sent = packet.withUnsafeBytes { raw in
-                peer.address.withSockaddr(family: OSCServer.localFamily(udp)) { address, length in
-                    sendto(udp, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT), address, length)
-                }
-            }
-            return sent == packet.count
-        case .tcp:
-            return enqueue(packet, on: peer.connection)
-        }
-    }
-
-    private func enqueue(_ packet: [UInt8], on id: Int, conflatable: Bool = false) -> Bool {
-        if let stream = streams[id] {
-            stream.sentThisTurn = true
-            streamsSentThisTurn = true
-            return stream.outlet(packet, conflatable)
-        }
-        guard let c = connections[id], c.output.count + packet.count <= configuration.maximumPendingOutput else { return false }
-        c.output.append(contentsOf: c.frame(packet))
-        flush(c)
-        return connections[id] != nil
-    }
-
-    /// A destination for notifications: `url` (UDP or TCP), or a TCP peer's own connection.
-    public func destination(_ url: OSCURL) -> Destination? {
-        guard let address = SocketAddress(host: url.host, port: url.port) else { return nil }
-        switch url.transport {
-        case .udp:
-            let fd = socket(address.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { return nil }
-            guard address.withSockaddr(family: address.family, { connect(fd, $0, $1) }) == 0 else { Glibc.close(fd); return nil }
-            return Destination(kind: .udp(fd), url: url.description)
-        case .tcp:
-            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { return nil }
-            let result = address.withSockaddr(family: address.family) { connect(fd, $0, $1) }
-            guard result == 0 || errno == EINPROGRESS else { Glibc.close(fd); return nil }
-            setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-            let id = newConnectionID()
-            let c = Connection(fd: fd, id: id, address: address, inbound: false)
-            c.connecting = result != 0
-            c.framing = .lengthPrefixed
-            connections[id] = c
-            return Destination(kind: .connection(id), url: url.description)
-        }
-    }
-
-    /// The destination that is a TCP peer's own connection (notifications ride on it).
-    public func destination(_ peer: Peer) -> Destination {
-        switch peer.transport {
-        case .tcp: Destination(kind: .connection(peer.connection), url: peer.url)
-        case .udp: destination(OSCURL(transport: .udp, host: peer.address.host, port: peer.address.port))
-            ?? Destination(kind: .udp(-1), url: peer.url)
-        }
-    }
-
-    /// Sends a packet to a destination. False when it failed (unreachable, too slow, closed).
-    /// - Parameter conflatable: the packet may be skipped, not queued, while an earlier one like it
-    ///   waits to be read (meters: a stream that cannot keep up gets fewer, never a backlog). Only
-    ///   streams skip; sockets queue every packet.
-    @discardableResult
-    public func send(_ packet: [UInt8], to destination: Destination, conflatable: Bool = false) -> Bool {
-        switch destination.kind {
-        case let .udp(fd):
-            guard fd >= 0 else { return false }
-            return packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) } == packet.count
-        case let .connection(id):
-            return enqueue(packet, on: id, conflatable: conflatable)
-        }
-    }
-
-    /// Closes a destination's socket (an outgoing one; a peer's own connection stays open).
-    public func close(_ destination: Destination) {
-        switch destination.kind {
-        case let .udp(fd): if fd >= 0 { Glibc.close(fd) }
-        case let .connection(id): if let c = connections[id], !c.inbound { drop(id, reason: nil) }
-        }
-    }
-
-    /// Whether a TCP peer is still connected.
-    public func isConnected(_ peer: Peer) -> Bool {
-        peer.transport == .udp || connections[peer.connection] != nil || streams[peer.connection] != nil
     }
 
     /// A connection id no socket or stream has had.
@@ -568,7 +493,7 @@ public final class OSCServer: @unchecked Sendable {
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
-    private static func nowMilliseconds() -> Int64 {
+    static func nowMilliseconds() -> Int64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
@@ -581,7 +506,7 @@ public final class OSCServer: @unchecked Sendable {
         return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0)?.port ?? 0 } }
     }
 
-    private static func localFamily(_ fd: Int32) -> Int32 {
+    static func localFamily(_ fd: Int32) -> Int32 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
@@ -601,66 +526,3 @@ func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
 }
 
 func errorText() -> String { String(cString: strerror(errno)) }
-
-/// One TCP connection and its buffers (server thread only).
-final class Connection {
-    enum Framing { case unknown, lengthPrefixed, slip }
-    static let slipEnd: UInt8 = 0xC0
-    static let slipEscape: UInt8 = 0xDB
-
-    let fd: Int32
-    let id: Int
-    let address: SocketAddress
-    let inbound: Bool
-    var framing: Framing = .unknown
-    var connecting = false
-    var input: [UInt8] = []
-    var output: [UInt8] = []
-
-    init(fd: Int32, id: Int, address: SocketAddress, inbound: Bool) {
-        self.fd = fd
-        self.id = id
-        self.address = address
-        self.inbound = inbound
-    }
-
-    func frame(_ packet: [UInt8]) -> [UInt8] {
-        switch framing {
-        case .slip:
-            var out: [UInt8] = [Connection.slipEnd]
-            for byte in packet {
-                switch byte {
-                case Connection.slipEnd: out += [Connection.slipEscape, 0xDC]
-                case Connection.slipEscape: out += [Connection.slipEscape, 0xDD]
-                default: out.append(byte)
-                }
-            }
-            out.append(Connection.slipEnd)
-            return out
-        case .lengthPrefixed, .unknown:
-            let n = UInt32(packet.count)
-            return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet
-        }
-    }
-
-    static func unslip(_ frame: ArraySlice<UInt8>) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(frame.count)
-        var escaped = false
-        for byte in frame {
-            if escaped {
-                switch byte {
-                case 0xDC: out.append(slipEnd)
-                case 0xDD: out.append(slipEscape)
-                default: return nil
-                }
-                escaped = false
-            } else if byte == slipEscape {
-                escaped = true
-            } else {
-                out.append(byte)
-            }
-        }
-        return escaped ? nil : out
-    }
-}

@@ -41,6 +41,11 @@ public struct Session: Equatable, Sendable {
         public var allow: [String] = ["127.0.0.1/32", "::1/128"]
         /// Control surfaces that may also control apps registered by others.
         public var admin: [String] = []
+        /// TCP connections admitted at once, in all and from one address, and the seconds a TCP
+        /// peer has to send a complete packet (docs/OSC.md, "Limits").
+        public var tcpConnections = 64
+        public var tcpConnectionsPerAddress = 32
+        public var tcpPacketTimeout = 10.0
         public init() {}
     }
 

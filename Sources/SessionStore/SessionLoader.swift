@@ -6,7 +6,7 @@ public enum SessionLoader {
     /// The fields each kind of object may have (Sessions/schema.json must agree; a test checks).
     public static let fields: [String: Set<String>] = [
         "session": ["client", "ramp", "osc", "http", "loudness", "netjack2", "routes", "input", "ducking", "apps", "volumes"],
-        "osc": ["port", "bind", "allow", "admin"],
+        "osc": ["port", "bind", "allow", "admin", "tcpConnections", "tcpConnectionsPerAddress", "tcpPacketTimeout"],
         "http": ["port"],
         "loudness": ["meter"],
         "route": ["name", "ports", "remote", "channels", "private", "builtIn", "lookahead"],
@@ -137,6 +137,13 @@ struct Validator {
         if let v = fields["bind"], let bind = string(v, "osc.bind") { settings.bind = bind }
         if let v = fields["allow"] { settings.allow = ranges(v, "osc.allow", ports: false) }
         if let v = fields["admin"] { settings.admin = ranges(v, "osc.admin", ports: true) }
+        if let v = fields["tcpConnections"], let n = integer(v, "osc.tcpConnections", in: 1...4096) { settings.tcpConnections = n }
+        if let v = fields["tcpConnectionsPerAddress"], let n = integer(v, "osc.tcpConnectionsPerAddress", in: 1...4096) {
+            settings.tcpConnectionsPerAddress = n
+        }
+        if let v = fields["tcpPacketTimeout"], let n = number(v, "osc.tcpPacketTimeout", in: 0.1...3600, unit: "seconds") {
+            settings.tcpPacketTimeout = n
+        }
         return settings
     }
 

@@ -7,6 +7,7 @@ import Zeroconf
 import JackHost
 import Logging
 import OSCControl
+import OSCTransport
 import RemoteRoutes
 import RouterCore
 import ServiceNotify
@@ -92,6 +93,9 @@ struct Run: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "duckrouter")
+        // Room for every peer, JACK and the state file (docs/RELIABILITY.md, "Descriptor budget");
+        // said once the router runs (a start that fails says only why).
+        let descriptors = DescriptorBudget.raiseSoftLimit()
         let notifier = SystemdNotifier.fromEnvironment()
         // libjack's own messages go to the log: at debug level while connecting (a missing server
         // is reported once, by us), as warnings once the router runs.
@@ -315,6 +319,9 @@ struct Run: ParsableCommand {
             throw ExitCode(1)
         }
         control.start()
+        let raised = descriptors.after > descriptors.before ? " (raised from \(descriptors.before))" : ""
+        let ceiling = descriptors.hard > descriptors.after ? " (hard limit \(descriptors.hard); raised at most to \(DescriptorBudget.ceiling))" : ""
+        logger.info("descriptor limit \(descriptors.after)\(raised)\(ceiling)")
         // Senders and watches once nothing else can fail at start (a taken OSC port would start
         // and kill them).
         let remoteRoutes = RemoteRoutes(session: restored, server: server, logger: Logger(label: "duckrouter.remote")) { route, answers in

@@ -227,6 +227,9 @@ struct PackagingTests {
         for _ in $(seq 50); do status_text | grep -qF "; control page: $new_link" && break; sleep 0.1; done
         status_text | grep -qF "; control page: $new_link" || fail "the status keeps the old link: $(status_text)"
         pid=$(systemctl --user show -p MainPID --value duckrouter)
+        # LimitNOFILE: the descriptor limit the router runs with, and says it runs with.
+        grep -q -E "^Max open files +8192 +8192 " "/proc/$pid/limits" || fail "descriptor limit: $(grep "Max open files" "/proc/$pid/limits")"
+        grep -q "descriptor limit 8192" "$log" || fail "the log does not give the descriptor limit"
 
         # reload: SIGHUP re-reads the session file; the same process goes on.
         "$duckctl" --port "$port" gain -6 >/dev/null || fail "duckctl gain -6"

@@ -32,6 +32,17 @@ struct SessionLoaderTests {
         #expect(try parse(#"{"http": {"port": 0}}"#).http.port == 0)
     }
 
+    @Test("osc TCP limits: 64 connections, 32 per address, a 10 s packet deadline by default; each settable, out of range refused with the field")
+    func oscTCPLimits() throws {
+        let defaults = try parse("{}").osc
+        #expect(defaults.tcpConnections == 64 && defaults.tcpConnectionsPerAddress == 32 && defaults.tcpPacketTimeout == 10)
+        let set = try parse(#"{"osc": {"tcpConnections": 8, "tcpConnectionsPerAddress": 2, "tcpPacketTimeout": 0.5}}"#).osc
+        #expect(set.tcpConnections == 8 && set.tcpConnectionsPerAddress == 2 && set.tcpPacketTimeout == 0.5)
+        #expect(problems(#"{"osc": {"tcpConnections": 0}}"#).contains { $0.contains("osc.tcpConnections: expected a whole number from 1 to 4096") })
+        #expect(problems(#"{"osc": {"tcpConnectionsPerAddress": 1.5}}"#).contains { $0.contains("osc.tcpConnectionsPerAddress") })
+        #expect(problems(#"{"osc": {"tcpPacketTimeout": 0}}"#).contains { $0.contains("osc.tcpPacketTimeout") })
+    }
+
     @Test("loudness.meter: off by default, true turns metering on; anything else is refused with the field")
     func loudnessMeter() throws {
         #expect(try parse("{}").loudness.meter == false)
