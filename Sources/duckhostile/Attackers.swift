@@ -92,6 +92,19 @@ final class Attacker: @unchecked Sendable {
     private var isRunning: Bool { lock.withLock { running } }
     private func count(_ change: (inout Counts) -> Void) { lock.withLock { change(&counts) } }
 
+    /// Calls `round` every `interval` seconds until stopped.
+    private func every(_ interval: Double, _ round: () -> Void) {
+        var next = Date()
+        while isRunning {
+            if Date() < next {
+                Thread.sleep(forTimeInterval: 0.02)
+                continue
+            }
+            next = next.addingTimeInterval(interval)
+            round()
+        }
+    }
+
     /// Calls `step` `rate` times a second, evenly, until stopped.
     private func paced(rate: Int, _ step: () -> Void) {
         let start = Date()
@@ -127,13 +140,7 @@ final class Attacker: @unchecked Sendable {
     private func hold(count total: Int, port: UInt16, opening: (Int) -> [UInt8], trickle: () -> [UInt8]) {
         var held: [(fd: Int32, trickles: Bool)] = []
         defer { for connection in held { close(connection.fd) } }
-        var next = Date()
-        while isRunning {
-            if Date() < next {
-                Thread.sleep(forTimeInterval: 0.02)
-                continue
-            }
-            next = next.addingTimeInterval(0.25)
+        every(0.25) {
             held.removeAll { connection in
                 guard Sockets.peerClosed(connection.fd) else { return false }
                 close(connection.fd)
@@ -175,13 +182,7 @@ final class Attacker: @unchecked Sendable {
         var sockets: [Int32] = []
         defer { for fd in sockets { close(fd) } }
         let meters = webSocketFrame(opcode: 0x2, OSCCodec.encode(OSCMessage("/meters", [.float(20)])))
-        var next = Date()
-        while isRunning {
-            if Date() < next {
-                Thread.sleep(forTimeInterval: 0.02)
-                continue
-            }
-            next = next.addingTimeInterval(1)
+        every(1) {
             sockets.removeAll { fd in
                 // Still open: the router would have closed it; reading would drain its meters.
                 // POLLRDHUP (Linux, 0x2000): the router shut its side, seen without reading.

@@ -133,13 +133,19 @@ final class Probe: @unchecked Sendable {
         record { $0.stateAnswered += 1 }
     }
 
-    private func askHTTP() {
-        record { $0.httpAsked += 1 }
+    /// A new connection to the HTTP port, or nil (the failure recorded under `what`).
+    private func connectHTTP(_ what: String) -> Int32? {
         let fd = Sockets.tcp(from: "127.0.0.1", toPort: httpPort, wait: true, timeout: patience)
         guard fd >= 0 else {
-            record { $0.fail("HTTP: no connection within \(patience) s") }
-            return
+            record { $0.fail("\(what): no connection within \(patience) s") }
+            return nil
         }
+        return fd
+    }
+
+    private func askHTTP() {
+        record { $0.httpAsked += 1 }
+        guard let fd = connectHTTP("HTTP") else { return }
         defer { close(fd) }
         Sockets.write(fd, Array("GET /?HOST_INFO HTTP/1.1\r\nHost: 127.0.0.1:\(httpPort)\r\nConnection: close\r\n\r\n".utf8))
         let answer = Sockets.read(fd, until: headComplete)
@@ -153,11 +159,7 @@ final class Probe: @unchecked Sendable {
 
     private func askWebSocket() {
         record { $0.webSocketAsked += 1 }
-        let fd = Sockets.tcp(from: "127.0.0.1", toPort: httpPort, wait: true, timeout: patience)
-        guard fd >= 0 else {
-            record { $0.fail("WebSocket: no connection within \(patience) s") }
-            return
-        }
+        guard let fd = connectHTTP("WebSocket") else { return }
         defer { close(fd) }
         Sockets.write(fd, webSocketUpgrade(port: httpPort))
         let head = Sockets.read(fd, until: headComplete)
