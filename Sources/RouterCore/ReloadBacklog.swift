@@ -6,7 +6,9 @@ import SessionStore
 /// ducking rule on a route the file added). The restart reads the file, so each applies then, as
 /// long as the state file does not hold the running value over it: `laid(over:)` puts in the
 /// saved state what the waiting steps set, so a save never keeps the value they were to replace
-/// as a change made at run time.
+/// as a change made at run time. A change made at run time of what a step sets ends its wait
+/// (the run-time change wins, as it does over any value of the file), and removing an app ends
+/// the wait of every step about it.
 ///
 /// Owns: the list. Pure; a field of the router, control queue only.
 struct ReloadBacklog: Equatable {
@@ -18,6 +20,15 @@ struct ReloadBacklog: Equatable {
         var reason: String
         /// The change it was to make (nil: none the state file keeps).
         var event: PolicyEvent?
+        /// The app it is about (nil: none): it goes with the app.
+        var app: String?
+
+        init(subject: String, reason: String, event: PolicyEvent?, app: String? = nil) {
+            self.subject = subject
+            self.reason = reason
+            self.event = event
+            self.app = app ?? event.flatMap(ReloadBacklog.app(of:))
+        }
     }
 
     /// Edits of the file that only a restart applies, as of the last reload ("routes changed").
@@ -39,9 +50,44 @@ struct ReloadBacklog: Equatable {
         steps.append(step)
     }
 
-    /// A step that applied: an earlier one on its subject no longer waits.
-    mutating func applied(subject: String) {
-        steps.removeAll { $0.subject == subject }
+    /// A step that applied, or a change made at run time of what it sets: an earlier step on
+    /// its subject no longer waits. Returns that step (nil: none waited).
+    @discardableResult
+    mutating func applied(subject: String) -> Step? {
+        guard let index = steps.firstIndex(where: { $0.subject == subject }) else { return nil }
+        return steps.remove(at: index)
+    }
+
+    /// App `name` was removed: the steps about it no longer wait. Returns their subjects.
+    mutating func appRemoved(_ name: String) -> [String] {
+        let gone = steps.filter { $0.app == name }.map(\.subject)
+        steps.removeAll { $0.app == name }
+        return gone
+    }
+
+    /// The subjects of the steps that a change made at run time (`event`) takes the place of.
+    static func subjects(setBy event: PolicyEvent) -> [String] {
+        switch event {
+        case .setDucking, .setDuckingRules, .register, .setChannelMap, .setActivation, .setAppVolume, .setSystemVolume:
+            [subject(of: event, label: "")]
+        case .setDuckingRule, .removeDuckingRule:
+            [subject(of: .setDuckingRules([]), label: "")]
+        case let .setCategory(app, _, _, _), let .setRemoteCommands(app, _):
+            [subject(of: .register(AppConfiguration(name: app)), label: "")]
+        default:
+            []
+        }
+    }
+
+    /// The app an event is about (nil: none).
+    static func app(of event: PolicyEvent) -> String? {
+        switch event {
+        case let .register(configuration): configuration.name
+        case let .unregister(app), let .setChannelMap(app, _), let .setActivation(app, _, _), let .setAppVolume(app, _),
+             let .activate(app), let .setCategory(app, _, _, _), let .setRemoteCommands(app, _):
+            app
+        default: nil
+        }
     }
 
     /// What a reload step's event sets, in the words of the log.

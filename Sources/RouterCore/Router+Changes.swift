@@ -25,8 +25,10 @@ extension Router {
         Int32(max(1, min((milliseconds * Double(sampleRate) / 1000).rounded(), Double(Int32.max / 2))))
     }
 
+    /// - Parameter reloadStep: the change is a session reload's step (`carryOut`), not one made
+    ///   at run time.
     func performOnQueue(_ changes: [Change], connect: [PortPattern] = [],
-                        startFrame: UInt32? = nil, fromGraph: Bool = false) throws(RouterError) -> [PolicyEffect] {
+                        startFrame: UInt32? = nil, fromGraph: Bool = false, reloadStep: Bool = false) throws(RouterError) -> [PolicyEffect] {
         guard !stopped else { throw .stopped }
         let transaction = try ChangeTransaction(changes, policy: policy, inventory: inventory,
                                                 defaultChannelCount: defaultChannelCount, fromGraph: fromGraph)
@@ -91,14 +93,40 @@ extension Router {
         if transaction.effects.contains(where: { if case .appAdded = $0 { true } else if case .appRemoved = $0 { true } else { false } }) {
             updateLatencies()
         }
+        followBacklog(changes, effects: transaction.effects, runTime: !reloadStep)
         for effect in transaction.effects { announce(effect) }
         return transaction.effects
     }
 
+    /// What a change that stands does to the reload steps waiting for a restart: one made at run
+    /// time of what a step sets takes its place (a run-time change wins over the file's value,
+    /// the waiting one too), and an app removed takes the steps about it along.
+    private func followBacklog(_ changes: [Change], effects: [PolicyEffect], runTime: Bool) {
+        guard !reloadBacklog.steps.isEmpty else { return }
+        if runTime {
+            for subject in changes.flatMap({ ReloadBacklog.subjects(setBy: $0.event) }) {
+                guard let step = reloadBacklog.applied(subject: subject) else { continue }
+                // The file's value is now the one the step was to set: the running one is saved
+                // where it differs from that.
+                switch step.event {
+                case let .setDucking(.target(value)): fileDucking?.target = value
+                case let .setDucking(.floor(value)): fileDucking?.floor = value
+                case let .setDuckingRules(rules): fileDucking?.rules = rules
+                default: break
+                }
+                logger.notice("\(subject) changed at run time: the reload's step that waited for a restart is dropped, the change made now stands")
+            }
+        }
+        for case let .appRemoved(name) in effects {
+            let dropped = reloadBacklog.appRemoved(name)
+            if !dropped.isEmpty { logger.notice("'\(name)' removed: \(dropped.joined(separator: ", ")) no longer wait\(dropped.count == 1 ? "s" : "") for a restart") }
+        }
+    }
+
     /// `performOnQueue`, giving a hung server up and trying once more without it
     /// (`givingUpHungServer`): for changes from outside (OSC, the API, a session reload).
-    func performGivingUpHungServer(_ changes: [Change], connect: [PortPattern] = []) throws(RouterError) -> [PolicyEffect] {
-        try givingUpHungServer { () throws(RouterError) in try performOnQueue(changes, connect: connect) }
+    func performGivingUpHungServer(_ changes: [Change], connect: [PortPattern] = [], reloadStep: Bool = false) throws(RouterError) -> [PolicyEffect] {
+        try givingUpHungServer { () throws(RouterError) in try performOnQueue(changes, connect: connect, reloadStep: reloadStep) }
     }
 
     /// What an effect changes in the control state (before the plan is published).
@@ -232,15 +260,15 @@ extension Router {
     func carryOut(_ reload: SessionReload, ducking: (old: DuckingSettings, new: DuckingSettings)) -> [String] {
         var notes: [String] = []
         var fileDucking = self.fileDucking ?? ducking.old
-        func refused(_ subject: String, _ error: RouterError, _ event: PolicyEvent?) {
-            reloadBacklog.refused(.init(subject: subject, reason: "\(error)", event: event))
+        func refused(_ subject: String, _ error: RouterError, _ event: PolicyEvent?, app: String? = nil) {
+            reloadBacklog.refused(.init(subject: subject, reason: "\(error)", event: event, app: app))
             notes.append("\(subject): \(error); waits for a restart")
         }
         func apply(_ events: [PolicyEvent], _ label: String) {
             for event in events {
                 let subject = ReloadBacklog.subject(of: event, label: label)
                 do throws(RouterError) {
-                    _ = try performGivingUpHungServer([Change(event)])
+                    _ = try performGivingUpHungServer([Change(event)], reloadStep: true)
                 } catch {
                     refused(subject, error, event)
                     continue
@@ -265,9 +293,10 @@ extension Router {
                 // Adding and removing an app share a subject: the later one decides.
                 let subject = ReloadBacklog.subject(of: .unregister(app: app.name), label: "")
                 do throws(RouterError) {
-                    _ = try performGivingUpHungServer([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect)
+                    _ = try performGivingUpHungServer([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect,
+                                                      reloadStep: true)
                 } catch {
-                    refused(subject, error, nil)
+                    refused(subject, error, nil, app: app.name)
                     continue
                 }
                 reloadBacklog.applied(subject: subject)

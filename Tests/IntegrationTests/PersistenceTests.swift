@@ -2,6 +2,7 @@ import Foundation
 import JackTestSupport
 import OSCTransport
 import Policy
+import RouterCore
 import SessionStore
 import Testing
 
@@ -175,10 +176,9 @@ struct ReloadTests {
         #expect(try String(contentsOf: rig.sessionFile, encoding: .utf8) == edited, "the file is never written")
     }
 
-    @Test("SIGHUP that adds a route and a ducking rule on it: the rule waits for the restart (log, /state), a save meanwhile does not keep the running rules as a run-time change, and after the restart the file's rule is in force")
-    func ruleOnNewRoute() throws {
-        let rig = try OSCRig()
-        defer { rig.close() }
+    /// SIGHUP with the session file given a route "line" and a rule on it (nav ducks music by 30 dB):
+    /// the route waits for a restart, and so does the rule.
+    static func reloadRuleOnNewRoute(_ rig: OSCRig) throws {
         let routes = OSCRig.defaultRoutes + #", {"name": "line", "ports": ["recorder:line_1"]}"#
         let rule = #"{"ducker": "nav", "ducked": "music", "route": "line", "level": -30}"#
         let edited = OSCRig.session(port: rig.port, routes: routes)
@@ -186,7 +186,16 @@ struct ReloadTests {
         try edited.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
         kill(rig.daemon.processIdentifier, SIGHUP)
         try waitFor("the reload") { rig.log.contains("reloaded the session file") }
-        func rules(_ settings: [String: Any]) -> [[String: Any]] { (settings["ducking"] as? [String: Any])?["rules"] as? [[String: Any]] ?? [] }
+    }
+
+    static func rules(_ settings: [String: Any]) -> [[String: Any]] { (settings["ducking"] as? [String: Any])?["rules"] as? [[String: Any]] ?? [] }
+
+    @Test("SIGHUP that adds a route and a ducking rule on it: the rule waits for the restart (log, /state), a save meanwhile does not keep the running rules as a run-time change, and after the restart the file's rule is in force")
+    func ruleOnNewRoute() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        try Self.reloadRuleOnNewRoute(rig)
+        let rules = Self.rules
         #expect(rules(try rig.settings()).isEmpty, "the route is not there until the restart, nor the rule on it")
         let pending = try rig.settings()["reloadPending"] as? [String] ?? []
         #expect(pending.contains { $0.hasPrefix("ducking rules") } && pending.contains { $0.hasPrefix("routes changed") }, "\(pending)")
@@ -203,6 +212,43 @@ struct ReloadTests {
         #expect(line?["ducker"] as? String == "nav" && line?["ducked"] as? String == "music" && line?["level"] as? Double == -30,
                 "\(rules(after))\n\(rig.log)")
         #expect(after["reloadPending"] as? [String] ?? [] == [], "nothing waits after the restart")
+    }
+
+    @Test("removing an app, at run time or by a reload, ends the wait of the reload steps about it")
+    func appRemovalEndsItsSteps() throws {
+        let session = ControlPlaneTests.Bench.session(apps: ["a", "b"].map { Session.App(name: $0, category: .multiRoute) })
+        let bench = try ControlPlaneTests.Bench(session: session)
+        let router = try #require(bench.router)
+        var edited = session
+        edited.routes.append(Session.Route(name: "line", ports: ["recorder:speaker_1"]))
+        for index in edited.apps.indices { edited.apps[index].channelMap = [ChannelLink(appChannel: 1, route: "line", routeChannel: 1)] }
+        let notes = router.reload(from: session, to: edited)
+        #expect(router.reloadPending.filter { $0.hasPrefix("channel map") }.count == 2, "\(notes)")
+
+        try router.perform(.unregister(app: "a"))
+        var removed = edited
+        removed.apps.removeAll { $0.name == "b" }
+        _ = router.reload(from: edited, to: removed)
+        #expect(router.reloadPending == ["routes changed: restart to apply"])
+    }
+
+    @Test("a rule set at run time while a reload's rules wait for a restart wins, as any run-time change over the file: the wait ends (log, /state), the save keeps the run-time rule, and the restart brings it")
+    func runTimeRuleOverWaitingRules() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        try Self.reloadRuleOnNewRoute(rig)
+        func waiting() throws -> [String] { (try rig.settings()["reloadPending"] as? [String] ?? []).filter { $0.hasPrefix("ducking rules") } }
+        #expect(try waiting().count == 1)
+
+        #expect(try rig.query("/duck/rule", [.string("nav"), .string("music"), .string(""), .string("level"), .float(-25)])?.path == "/reply")
+        #expect(try waiting() == [], "the run-time rule takes the waiting step's place")
+        try waitFor("the save to keep the run-time rule", timeout: 5) { rig.savedState()?.ducking.rules?.contains { $0.level == -25 } == true }
+        #expect(rig.log.contains("ducking rules changed at run time"), "\(rig.log)")
+
+        try rig.killAndRestart()
+        let rules = Self.rules(try rig.settings())
+        #expect(rules.contains { $0["ducker"] as? String == "nav" && $0["ducked"] as? String == "music" && $0["level"] as? Double == -25 },
+                "\(rules)\n\(rig.log)")
     }
 }
 

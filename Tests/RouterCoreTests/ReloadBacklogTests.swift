@@ -42,6 +42,27 @@ struct ReloadBacklogTests {
         #expect(backlog.descriptions == ["volume of route 'line': no route named 'line'; waits for a restart"])
         #expect(backlog.laid(over: Self.saved).ducking.rules == [] && backlog.laid(over: Self.saved).apps == Self.saved.apps)
     }
+
+    @Test("a change made at run time names the steps it takes the place of; removing an app drops every step about it")
+    func runTimeChangesAndRemovals() {
+        let rule = DuckingRule(ducker: "nav", ducked: "music", level: -25)
+        #expect(ReloadBacklog.subjects(setBy: .setDuckingRule(rule)) == ["ducking rules"])
+        #expect(ReloadBacklog.subjects(setBy: .removeDuckingRule(ducker: "nav", ducked: "music", route: nil)) == ["ducking rules"])
+        #expect(ReloadBacklog.subjects(setBy: .setChannelMap(app: "music", nil)) == ["channel map of 'music'"])
+        #expect(ReloadBacklog.subjects(setBy: .setCategory(app: "music", category: .playback, options: [], mode: .default))
+                    == ["configuration of 'music'"])
+        #expect(ReloadBacklog.subjects(setBy: .activate(app: "music")) == [], "activating is no setting a step waits to make")
+
+        var backlog = ReloadBacklog()
+        for event: PolicyEvent in [.register(AppConfiguration(name: "music", category: .playback)), .setChannelMap(app: "music", nil),
+                                   .setDuckingRules([rule])] {
+            backlog.refused(.init(subject: ReloadBacklog.subject(of: event, label: "x"), reason: "refused", event: event))
+        }
+        backlog.refused(.init(subject: "app 'game'", reason: "refused", event: nil, app: "game"))
+        #expect(backlog.appRemoved("music") == ["configuration of 'music'", "channel map of 'music'"])
+        #expect(backlog.appRemoved("game") == ["app 'game'"])
+        #expect(backlog.steps.map(\.subject) == ["ducking rules"])
+    }
 }
 
 @Suite("Reload edits that need a restart")
