@@ -4,8 +4,9 @@ import SessionStore
 
 /// What a restart should find (the policy's state, with the reload steps waiting for it), handed
 /// to the receiver (`Configuration.onSave`), and the receiver's outcome: a save it could not
-/// write stays pending (`StateKeeper`), is tried again at housekeeping and handed over once more
-/// at stop, and is logged at a bounded rate.
+/// write stays pending (`StateKeeper`), is tried again at housekeeping, handed over once more at
+/// stop and, if a write under way at stop failed, once after it (`handOverUnsavedAfterStop`),
+/// and is logged at a bounded rate.
 ///
 /// Owns no state of its own (the keeper holds it). Control queue only; the receiver's answer
 /// comes back to it.
@@ -29,7 +30,23 @@ extension Router {
 
     /// Hands the pending save, if any, to the receiver; its outcome comes back to `saveFinished`.
     func handOverSave() {
-        guard let onSave = keeper.onSave, let number = keeper.take(now: Self.monotonicSeconds) else { return }
+        guard let number = keeper.take(now: Self.monotonicSeconds) else { return }
+        handOver(number)
+    }
+
+    /// After `stop()`, once the receiver has finished every write handed over: a save whose write
+    /// failed (one under way when the router stopped, or the hand-over at stop) is handed over
+    /// once more. True when one was: wait for the receiver again, then read `lastSaveFailure`.
+    public func handOverUnsavedAfterStop() -> Bool {
+        queue.sync {
+            guard stopped, let number = keeper.takeAfterStop(now: Self.monotonicSeconds) else { return false }
+            handOver(number)
+            return true
+        }
+    }
+
+    private func handOver(_ number: Int) {
+        guard let onSave = keeper.onSave else { return }
         let queue = self.queue
         onSave(savedState()) { [weak self] failure in
             queue.async { [weak self] in self?.saveFinished(number, failure: failure) }

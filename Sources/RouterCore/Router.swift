@@ -60,8 +60,9 @@ public final class Router: @unchecked Sendable {
         /// at most 200 ms after a change that the policy asks to save, coalesced, on the control
         /// queue, and once more on stop if one is pending. It must not block: write elsewhere,
         /// then call `done` (any thread) with nil once written, or with why not: a save not
-        /// written stays pending and is handed over again (at growing intervals up to 30 s, and
-        /// at stop), so nothing is lost to a full or read-only disk that comes back.
+        /// written stays pending and is handed over again (at growing intervals up to 30 s, at
+        /// stop, and once after it: `handOverUnsavedAfterStop`), so nothing is lost to a full or
+        /// read-only disk that comes back.
         public var onSave: (@Sendable (SavedState, _ done: @escaping @Sendable (_ failure: String?) -> Void) -> Void)?
 
         public init(session: Session, server: String? = nil) {

@@ -7,7 +7,8 @@ import SessionStore
 /// Save requests of the policy are coalesced: the state is taken 200 ms after the first of a
 /// burst, and once more on stop if one is pending. A save the receiver could not write (a full or
 /// read-only disk, no descriptor left) stays pending: it is tried again at housekeeping, at
-/// growing intervals (`retryDelays`), and at stop, and logged at a bounded rate.
+/// growing intervals (`retryDelays`), at stop, and once more after stop when a write under way
+/// at stop failed (`takeAfterStop`); failures are logged at a bounded rate.
 ///
 /// Owns: whether a save is pending, how many were asked for, the hand-overs and their outcomes.
 /// Must not touch: the file (the `onSave` receiver writes it elsewhere), the policy (it is handed
@@ -37,6 +38,8 @@ struct StateKeeper {
     /// When (monotonic seconds) the newest hand-over went, and the last failure was logged.
     private var lastHandOver = -Double.infinity
     private var lastFailureLogged = -Double.infinity
+    /// The one try after stop is spent.
+    private var triedAfterStop = false
 
     /// Waits before trying a failed save again: the first, doubling up to the last.
     static let retryDelays = (first: 1.0, maximum: 30.0)
@@ -63,6 +66,15 @@ struct StateKeeper {
         handedOver += 1
         lastHandOver = now
         return handedOver
+    }
+
+    /// After stop, once the receiver has finished the writes handed over: the save once more if
+    /// it is pending again (a write under way at stop failed, so the hand-over at stop had
+    /// nothing to take), as `take` does; once only, so stopping never waits on a dead disk.
+    mutating func takeAfterStop(now: Double) -> Int? {
+        guard !triedAfterStop, let number = take(now: now) else { return nil }
+        triedAfterStop = true
+        return number
     }
 
     /// Whether a save that failed should be tried again now (housekeeping).

@@ -408,6 +408,8 @@ struct Run: ParsableCommand {
         router.stop()      // hands over a pending save
         remoteRoutes.stop()   // senders after the router: their ports going is not a route lost
         saves.sync {}      // and waits for it to be written
+        // A write under way at stop that failed is handed over once more.
+        if router.handOverUnsavedAfterStop() { saves.sync {} }
         if let failure = router.lastSaveFailure, failure.retrying {
             logger.error("stopping with the last changes unsaved: \(failure.reason)", metadata: ["file": "\(stateFile.path)"])
         }

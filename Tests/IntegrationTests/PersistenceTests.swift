@@ -128,6 +128,31 @@ struct PersistenceTests {
         #expect(rig.daemon.terminationReason == .exit && rig.daemon.terminationStatus == 0)
         #expect(musicOnDisk().map { abs($0 - 0.7) < 1e-6 } == true, "music at \(String(describing: musicOnDisk())) on disk\n\(rig.log)")
     }
+
+    @Test("a save whose write is under way when the router stops, and then fails, is handed over once more after the stop, as the daemon does at SIGTERM")
+    func failedDuringStop() throws {
+        final class Attempts: @unchecked Sendable { var count = 0 }   // on `saves` only
+        let saves = DispatchQueue(label: "test.saves")
+        let attempts = Attempts(), underWay = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let bench = try ControlPlaneTests.Bench(session: ControlPlaneTests.Bench.session(apps: [Session.App(name: "a", category: .playback)])) {
+            $0.onSave = { _, done in
+                saves.async {
+                    attempts.count += 1
+                    if attempts.count == 2 { underWay.signal(); release.wait() }   // housekeeping's retry, 1 s after the first failed
+                    done(attempts.count <= 2 ? "Read-only file system" : nil)
+                }
+            }
+        }
+        let router = try #require(bench.router)
+        try router.setAppVolume("a", position: 0.5)
+        #expect(underWay.wait(timeout: .now() + 5) == .success, "the retry of the failed save")
+        router.stop()
+        release.signal()
+        saves.sync {}
+        #expect(router.handOverUnsavedAfterStop())
+        saves.sync {}
+        #expect(saves.sync { attempts.count } == 3 && router.lastSaveFailure?.retrying == false, "\(String(describing: router.lastSaveFailure))")
+    }
 }
 
 @Suite("SIGHUP reloads the session file", .serialized)

@@ -91,6 +91,22 @@ struct FailedSaveTests {
         #expect(!scheduled && keeper.pending && keeper.requests == 3)
     }
 
+    @Test("a write under way at stop that then fails is taken once more after stop, once only")
+    func failedDuringStop() throws {
+        var keeper = Self.keeper()
+        _ = keeper.request()
+        let firstTaken = keeper.take(now: 0)
+        _ = keeper.finished(try #require(firstTaken), failure: "Read-only file system", now: 0.1)
+        let retryTaken = keeper.take(now: 1.1)
+        let retry = try #require(retryTaken, "housekeeping's retry, under way...")
+        #expect(keeper.take(now: 1.2) == nil, "...when the router stops: the hand-over at stop has nothing to take")
+        _ = keeper.finished(retry, failure: "Read-only file system", now: 1.3)
+        let lastTaken = keeper.takeAfterStop(now: 1.4)
+        let last = try #require(lastTaken, "pending again: one more try after stop")
+        _ = keeper.finished(last, failure: "Read-only file system", now: 1.5)
+        #expect(keeper.takeAfterStop(now: 1.6) == nil && keeper.pending, "one try only")
+    }
+
     @Test("a run of failures is logged at its first and then at most once a minute, with the count")
     func boundedLog() throws {
         var keeper = Self.keeper()
