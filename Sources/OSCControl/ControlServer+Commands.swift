@@ -67,7 +67,7 @@ extension ControlServer {
         case .rights:
             return rights(of: peer)
         case .page:
-            return try pageLocation()
+            return try pageLocation(to: peer)
         case let .rotatePageKey(key):
             return try rotatePageKey(presented: key, by: peer)
         }

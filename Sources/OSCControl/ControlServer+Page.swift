@@ -20,8 +20,14 @@ extension ControlServer {
         }
     }
 
+    /// Whether `osc.admin` names the peer's address. An entry with a port names a UDP surface by
+    /// the port it sends from and is answered at; it grants no TCP or WebSocket peer, whose source
+    /// port any program on that host may take.
     func isAdminAddress(_ peer: OSCServer.Peer) -> Bool {
-        configuration.admin.contains { $0.contains(peer.address.bytes, port: peer.address.port) }
+        configuration.admin.contains { range in
+            peer.transport == .udp ? range.contains(peer.address.bytes, port: peer.address.port)
+                : range.port == nil && range.contains(peer.address.bytes, port: peer.address.port)
+        }
     }
 
     /// `/rights`: `admin` (every app) or `owner` (the apps it registered, and the router's shared
@@ -32,9 +38,12 @@ extension ControlServer {
         return [.string("owner"), .string("osc.allow")]
     }
 
-    /// `/page`: the page's address without its key, and the file that keeps the key.
-    func pageLocation() throws(PolicyError) -> [OSCArgument] {
+    /// `/page`: the page's address without its key, and the file that keeps the key: to a peer on
+    /// this machine (loopback, where duckctl asks) or an `osc.admin` address only; the path tells
+    /// where the router's user keeps its files, which other peers need not know.
+    func pageLocation(to peer: OSCServer.Peer) throws(PolicyError) -> [OSCArgument] {
         guard let page = configuration.page else { throw Self.noPage }
+        guard peer.address.isLoopback || isAdminAddress(peer) else { return [.string(page.address)] }
         return [.string(page.address), .string(page.file.path)]
     }
 

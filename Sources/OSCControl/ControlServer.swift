@@ -191,8 +191,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func isAdmin(_ peer: OSCServer.Peer) -> Bool {
-        (peer.transport == .tcp && adminStreams.contains(peer.connection))
-            || configuration.admin.contains { $0.contains(peer.address.bytes, port: peer.address.port) }
+        (peer.transport == .tcp && adminStreams.contains(peer.connection)) || isAdminAddress(peer)
     }
 
     /// Packets that arrive together are answered one by one, but their changes reach the audio
