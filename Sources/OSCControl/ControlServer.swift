@@ -126,9 +126,10 @@ public final class ControlServer: @unchecked Sendable {
     private var inBurst = false
     /// Told after anything that may have changed what a read sees (ControlServer+Streams.swift).
     var changeObservers: [@Sendable () -> Void] = []
-    /// Streams (WebSockets) whose peer presented the page's current key, by connection id: a
-    /// person's rights, as an osc.admin address. Emptied when the key changes.
-    var adminStreams: Set<Int> = []
+    /// Streams (WebSockets) whose peer presented the page's current key, by connection id, with
+    /// that key's generation (`PageAccess.rotate`): a person's rights, as an osc.admin address.
+    /// Those of older keys are dropped when the key changes.
+    var adminStreams: [Int: Int] = [:]
 
     /// The port the server listens on (UDP and TCP).
     public var port: UInt16 { server.port }
@@ -191,7 +192,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func isAdmin(_ peer: OSCServer.Peer) -> Bool {
-        (peer.transport == .tcp && adminStreams.contains(peer.connection)) || isAdminAddress(peer)
+        (peer.transport == .tcp && adminStreams[peer.connection] != nil) || isAdminAddress(peer)
     }
 
     /// Packets that arrive together are answered one by one, but their changes reach the audio
@@ -238,8 +239,7 @@ public final class ControlServer: @unchecked Sendable {
         do throws(PolicyError) {
             let command = try ControlCommand.decode(message)
             try authorize(command, peer)
-            let values = try run(command, from: peer)
-            sendReply(to: peer, path: message.path, values)
+            if let values = try run(command, from: peer, path: message.path) { sendReply(to: peer, path: message.path, values) }
         } catch {
             sendError(to: peer, path: message.path, error)
         }
@@ -266,7 +266,9 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         for (message, command) in commands where !command.isChange {
-            do throws(PolicyError) { sendReply(to: peer, path: message.path, try run(command, from: peer)) } catch {
+            do throws(PolicyError) {
+                if let values = try run(command, from: peer, path: message.path) { sendReply(to: peer, path: message.path, values) }
+            } catch {
                 sendError(to: peer, path: message.path, error)
             }
         }
