@@ -72,10 +72,12 @@ extension ControlServer {
     private func finishRotation(_ written: Result<Int, PageKeyFile.Failure>, page: PageAccess, by peer: OSCServer.Peer, path: String) {
         switch written {
         case let .success(generation):
-            let revoked = adminStreams.count
+            let revoked = Set(adminStreams.filter { $0.value < generation }.keys)
             adminStreams = adminStreams.filter { $0.value >= generation }
+            // Timed bundles only their old key allowed would otherwise still apply at their moment.
+            router.withdrawTimedChanges(authorizedBy: revoked, refusal: Self.keyRevoked)
             logger.notice("the page's key was changed: the old one grants nothing from now on",
-                          metadata: ["by": "\(peer)", "WebSockets back to their address's rights": "\(revoked - adminStreams.count)"])
+                          metadata: ["by": "\(peer)", "WebSockets back to their address's rights": "\(revoked.count)"])
             sendReply(to: peer, path: path, [.string(page.file.path)])
         case let .failure(error):
             sendError(to: peer, path: path, PolicyError(.general, "the page's key was not changed (it could not be kept): \(error)"))
@@ -84,6 +86,8 @@ extension ControlServer {
 
     /// Where new keys are written, in the order they were asked for.
     private static let keyWriter = DispatchQueue(label: "duckrouter.page-key")
+
+    static let keyRevoked = PolicyError(.notPermitted, "not applied: the page's key that allowed it was changed before its moment")
 
     static let noPage = PolicyError(.general, "the control page is off (HTTP is off: http.port 0, or its port could not be opened)")
 }

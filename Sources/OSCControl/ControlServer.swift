@@ -307,7 +307,8 @@ public final class ControlServer: @unchecked Sendable {
             }
         } else {
             do throws(RouterError) {
-                try router.perform(batch, atUnixTime: timetag.unixTime, completion: finish)
+                try router.perform(batch, atUnixTime: timetag.unixTime, keyStream: reliesOnKey(changes.map(\.command), peer) ? peer.connection : nil,
+                                   completion: finish)
             } catch {
                 finishBundle(resolved, positions: positions, result: .failure(error), peer: peer)
             }
@@ -340,6 +341,13 @@ public final class ControlServer: @unchecked Sendable {
 
     /// What the other messages of a bundle get when one of them is refused.
     private static let notApplied = PolicyError(.general, "not applied: another message of its bundle was refused")
+
+    /// Whether only the page's key the peer's stream presented gives it the right to `commands`
+    /// (one touches an app another registered, and its address is not osc.admin).
+    private func reliesOnKey(_ commands: [ControlCommand], _ peer: OSCServer.Peer) -> Bool {
+        guard peer.transport == .tcp, adminStreams[peer.connection] != nil, !isAdminAddress(peer) else { return false }
+        return commands.contains { command in command.app.flatMap { owners[$0] }.map { $0 != Owner(peer) } == true }
+    }
 
     private func authorize(_ command: ControlCommand, _ peer: OSCServer.Peer) throws(PolicyError) {
         guard let app = command.app, let owner = owners[app], owner != Owner(peer), !isAdmin(peer) else { return }

@@ -23,4 +23,21 @@ extension PageKeyTests {
         #expect(person.until(["osc": "/reply", "args": ["/rights", "admin", "key"]]).matched, "the old key still grants")
         #expect(try rig.query("/ping")?.path == "/reply")
     }
+
+    @Test("a timed bundle that only the page's key allowed (another's app) is withdrawn when the key changes before its moment: -5, and it never applies")
+    func rotationWithdrawsTimedBundles() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        let key = try #require(rig.pageKey())
+        let owner = try Self.synthOwnedByAnother(rig)
+        let before = try rig.query("/app/synth/volume")?.arguments
+        let person = try Self.webSocket(rig, key: key)
+        let bundle = OSCCodec.encodeBundle([OSCMessage("/app/synth/volume", [.float(0.125)])],
+                                           timetag: OSCTimetag(unixTime: Date().timeIntervalSince1970 + 2))
+        _ = person.call("binary_hex", bundle.map { String(format: "%02x", $0) }.joined())
+        #expect(try ask(owner, OSCMessage("/page/key/rotate", [.string(key)]))?.path == "/reply")
+        #expect(person.until(["osc": "/error", "args": ["/app/synth/volume", -5]], timeout: 4).matched, "the bundle is refused, not applied")
+        Thread.sleep(forTimeInterval: 0.5)   // past its moment: had it stayed, it would have applied by now
+        #expect(try rig.query("/app/synth/volume")?.arguments == before)
+    }
 }
