@@ -33,10 +33,10 @@ extension PageKeyTests {
         let before = try rig.query("/app/synth/volume")?.arguments
         let person = try Self.webSocket(rig, key: key)
         let bundle = OSCCodec.encodeBundle([OSCMessage("/app/synth/volume", [.float(0.125)])],
-                                           timetag: OSCTimetag(unixTime: Date().timeIntervalSince1970 + 2))
+                                           timetag: OSCTimetag(unixTime: Date().timeIntervalSince1970 + 3))
         _ = person.call("binary_hex", bundle.map { String(format: "%02x", $0) }.joined())
         #expect(try ask(owner, OSCMessage("/page/key/rotate", [.string(key)]))?.path == "/reply")
-        #expect(person.until(["osc": "/error", "args": ["/app/synth/volume", -5]], timeout: 4).matched, "the bundle is refused, not applied")
+        #expect(person.until(["osc": "/error", "args": ["/app/synth/volume", -5]], timeout: 6).matched, "the bundle is refused, not applied")
         Thread.sleep(forTimeInterval: 0.5)   // past its moment: had it stayed, it would have applied by now
         #expect(try rig.query("/app/synth/volume")?.arguments == before)
     }
