@@ -8,7 +8,8 @@ import SessionStore
 /// Running a command (OSC server thread only): a change or query on the router, its reply values,
 /// who gets told afterwards, and the notify and subscribe targets it names.
 extension ControlServer {
-    func run(_ command: ControlCommand, from peer: OSCServer.Peer) throws(PolicyError) -> [OSCArgument] {
+    /// The reply's values, or nil when the command answers later itself (`/page/key/rotate`).
+    func run(_ command: ControlCommand, from peer: OSCServer.Peer, path: String) throws(PolicyError) -> [OSCArgument]? {
         switch command {
         case .change, .systemVolume:
             var resolver = CommandResolver(reading: { [router] in router.policyState })
@@ -67,9 +68,10 @@ extension ControlServer {
         case .rights:
             return rights(of: peer)
         case .page:
-            return try pageLocation()
+            return try pageLocation(to: peer)
         case let .rotatePageKey(key):
-            return try rotatePageKey(presented: key, by: peer)
+            try rotatePageKey(presented: key, by: peer, path: path)
+            return nil
         }
     }
 

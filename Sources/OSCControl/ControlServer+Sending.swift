@@ -109,6 +109,6 @@ extension ControlServer {
         subscribers.removeAll { $0.connection == peer.connection }
         meterTargets.removeAll { $0.connection == peer.connection }
         loudnessTargets.removeAll { $0.connection == peer.connection }
-        adminStreams.remove(peer.connection)
+        adminStreams[peer.connection] = nil
     }
 }

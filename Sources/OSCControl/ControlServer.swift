@@ -126,9 +126,10 @@ public final class ControlServer: @unchecked Sendable {
     private var inBurst = false
     /// Told after anything that may have changed what a read sees (ControlServer+Streams.swift).
     var changeObservers: [@Sendable () -> Void] = []
-    /// Streams (WebSockets) whose peer presented the page's current key, by connection id: a
-    /// person's rights, as an osc.admin address. Emptied when the key changes.
-    var adminStreams: Set<Int> = []
+    /// Streams (WebSockets) whose peer presented the page's current key, by connection id, with
+    /// that key's generation (`PageAccess.rotate`): a person's rights, as an osc.admin address.
+    /// Those of older keys are dropped when the key changes.
+    var adminStreams: [Int: Int] = [:]
 
     /// The port the server listens on (UDP and TCP).
     public var port: UInt16 { server.port }
@@ -191,8 +192,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func isAdmin(_ peer: OSCServer.Peer) -> Bool {
-        (peer.transport == .tcp && adminStreams.contains(peer.connection))
-            || configuration.admin.contains { $0.contains(peer.address.bytes, port: peer.address.port) }
+        (peer.transport == .tcp && adminStreams[peer.connection] != nil) || isAdminAddress(peer)
     }
 
     /// Packets that arrive together are answered one by one, but their changes reach the audio
@@ -239,8 +239,7 @@ public final class ControlServer: @unchecked Sendable {
         do throws(PolicyError) {
             let command = try ControlCommand.decode(message)
             try authorize(command, peer)
-            let values = try run(command, from: peer)
-            sendReply(to: peer, path: message.path, values)
+            if let values = try run(command, from: peer, path: message.path) { sendReply(to: peer, path: message.path, values) }
         } catch {
             sendError(to: peer, path: message.path, error)
         }
@@ -267,7 +266,9 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         for (message, command) in commands where !command.isChange {
-            do throws(PolicyError) { sendReply(to: peer, path: message.path, try run(command, from: peer)) } catch {
+            do throws(PolicyError) {
+                if let values = try run(command, from: peer, path: message.path) { sendReply(to: peer, path: message.path, values) }
+            } catch {
                 sendError(to: peer, path: message.path, error)
             }
         }
@@ -306,7 +307,8 @@ public final class ControlServer: @unchecked Sendable {
             }
         } else {
             do throws(RouterError) {
-                try router.perform(batch, atUnixTime: timetag.unixTime, completion: finish)
+                try router.perform(batch, atUnixTime: timetag.unixTime, keyStream: reliesOnKey(changes.map(\.command), peer) ? peer.connection : nil,
+                                   completion: finish)
             } catch {
                 finishBundle(resolved, positions: positions, result: .failure(error), peer: peer)
             }
@@ -339,6 +341,13 @@ public final class ControlServer: @unchecked Sendable {
 
     /// What the other messages of a bundle get when one of them is refused.
     private static let notApplied = PolicyError(.general, "not applied: another message of its bundle was refused")
+
+    /// Whether only the page's key the peer's stream presented gives it the right to `commands`
+    /// (one touches an app another registered, and its address is not osc.admin).
+    private func reliesOnKey(_ commands: [ControlCommand], _ peer: OSCServer.Peer) -> Bool {
+        guard peer.transport == .tcp, adminStreams[peer.connection] != nil, !isAdminAddress(peer) else { return false }
+        return commands.contains { command in command.app.flatMap { owners[$0] }.map { $0 != Owner(peer) } == true }
+    }
 
     private func authorize(_ command: ControlCommand, _ peer: OSCServer.Peer) throws(PolicyError) {
         guard let app = command.app, let owner = owners[app], owner != Owner(peer), !isAdmin(peer) else { return }

@@ -14,6 +14,9 @@ public final class PageAccess: @unchecked Sendable {
     // TSan sees).
     private let lock = NSLock()
     private var key: String
+    /// How many times the key has changed in this run: a stream admitted with the key records it,
+    /// so a change revokes exactly the streams admitted before it.
+    private var generation = 0
     private var observers: [@Sendable (String) -> Void] = []
     /// Wrong keys presented since the last one logged, and when that was (`noteWrongKey`).
     private var wrongKeys = (count: 0, lastReport: -Double.infinity)
@@ -46,22 +49,31 @@ public final class PageAccess: @unchecked Sendable {
 
     /// Whether `presented` is the page's key now (compared in constant time).
     public func holds(_ presented: String) -> Bool {
-        let key = lock.withLock { self.key }
-        return PageKeyFile.matches(presented, key)
+        generation(holding: presented) != nil
+    }
+
+    /// The key's generation (see `rotate`) if `presented` is the page's key now, else nil.
+    public func generation(holding presented: String) -> Int? {
+        let (key, generation) = lock.withLock { (self.key, self.generation) }
+        return PageKeyFile.matches(presented, key) ? generation : nil
     }
 
     /// Makes a new key, keeps it, and from then on only it is the page's; tells the observers the
-    /// new link. Throws when it cannot be kept: the old key stays (a key that a restart would
-    /// bring back is no change).
-    public func rotate() throws(PageKeyFile.Failure) {
+    /// new link, and returns the new key's generation. Throws when it cannot be kept: the old key
+    /// stays (a key that a restart would bring back is no change). It writes a file: call it off
+    /// threads that must not wait for a disk.
+    @discardableResult
+    public func rotate() throws(PageKeyFile.Failure) -> Int {
         let new = PageKeyFile.newKey()
         try file.save(new)
-        let observers = lock.withLock {
+        let (observers, generation) = lock.withLock { () -> ([@Sendable (String) -> Void], Int) in
             key = new
-            return self.observers
+            self.generation += 1
+            return (self.observers, self.generation)
         }
         let link = PageKeyFile.link(address: address, key: new)
         for observer in observers { observer(link) }
+        return generation
     }
 
     /// Counts a wrong key presented; returns how many there were since the last report when one

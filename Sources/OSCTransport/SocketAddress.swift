@@ -11,10 +11,14 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     public let bytes: [UInt8]
 
     public var isIPv6: Bool { bytes.count == 16 }
+    /// A loopback address (127.0.0.0/8, ::1): the peer is a program on this machine.
+    public var isLoopback: Bool {
+        bytes.count == 4 ? bytes[0] == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
+    }
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// Reads a `sockaddr` of family AF_INET or AF_INET6.
-    init?(_ storage: UnsafePointer<sockaddr>) {
+    public init?(_ storage: UnsafePointer<sockaddr>) {
         switch Int32(storage.pointee.sa_family) {
         case AF_INET:
             let v4 = UnsafeRawPointer(storage).load(as: sockaddr_in.self)

@@ -10,6 +10,9 @@ struct TimedChanges {
         var changes: [Router.Change]
         var frame: UInt32
         var completion: @Sendable (Result<[PolicyEffect], RouterError>) -> Void
+        /// The control page's key that gave the right to make them, by the stream that presented
+        /// it (nil: the sender's own rights did): withdrawn when that key is revoked.
+        var keyStream: Int?
     }
 
     private var entries: [Entry] = []
@@ -29,6 +32,13 @@ struct TimedChanges {
             due.append(entries.removeFirst())
         }
         return due
+    }
+
+    /// The entries whose changes a revoked stream's key authorized, taken out.
+    mutating func take(authorizedBy streams: Set<Int>) -> [Entry] {
+        let taken = entries.filter { $0.keyStream.map(streams.contains) == true }
+        entries.removeAll { $0.keyStream.map(streams.contains) == true }
+        return taken
     }
 
     /// Every entry, taken out (their frame clock went away with the server).

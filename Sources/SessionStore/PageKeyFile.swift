@@ -35,6 +35,25 @@ public struct PageKeyFile: Sendable {
         return Self.isWellFormed(text) ? text : nil
     }
 
+    /// Refuses a file that cannot be a router's key file for this user, as `duckctl page` checks
+    /// the one a router names before it reads it: the path must be absolute and end in
+    /// `.page-key`, and the file must be a regular file (not a link) of this user's, mode 0600,
+    /// as the router keeps it. A peer that answers in the router's place cannot have another of
+    /// the user's files read and shown.
+    public func checkIsKeyFile() throws(Failure) {
+        guard path.hasPrefix("/") else { throw Failure(description: "\(path): not an absolute path; a key file is named by one") }
+        guard path.hasSuffix(".page-key") else { throw Failure(description: "\(path): a key file's name ends in .page-key") }
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            throw Failure(description: "\(path): cannot read the page's key: \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw Failure(description: "\(path): not a regular file (a link, a folder or a device)") }
+        guard status.st_uid == getuid() else { throw Failure(description: "\(path): owned by user \(status.st_uid), not by this user (\(getuid()))") }
+        guard status.st_mode & 0o777 == 0o600 else {
+            throw Failure(description: "\(path): mode \(String(status.st_mode & 0o777, radix: 8)), not 0600 as the router keeps it")
+        }
+    }
+
     /// Writes `key` atomically, readable by this user only.
     public func save(_ key: String) throws(Failure) {
         do {

@@ -11,11 +11,15 @@ extension DuckCtl {
             discussion: """
                 Asks the router where its page is and where it keeps the page's key (/page), then \
                 reads the key from that file (beside the router's state file, mode 0600): run it as \
-                the router's user, on the router's machine. The key is never sent over the network \
-                to be read. --qr also prints the link as a QR code for a phone's camera (with \
+                the router's user, on the router's machine. It asks only a router on this machine \
+                (loopback, or one of its own addresses), and reads only a file that is the user's \
+                own, mode 0600, named *.page-key by an absolute path. The key is never sent over \
+                the network to be read. --qr also prints the link as a QR code for a phone's camera (with \
                 qrencode: apt install qrencode). --new-key first changes the key \
-                (/page/key/rotate): pages opened with the old link keep only their address's \
-                rights, and the old link grants nothing any more.
+                (/page/key/rotate), proving the right with the current key, which goes only to a \
+                router on loopback (at another address of this machine, only an osc.admin address \
+                may change it): pages opened with the old link keep only their address's rights, \
+                and the old link grants nothing any more.
                 """)
         @OptionGroup var connection: Connection
         @Flag(help: "Also print the link as a QR code in the terminal (needs qrencode).")
@@ -25,14 +29,23 @@ extension DuckCtl {
 
         func run() throws {
             try duckctl.run {
+                // The key is read from a local file: only a router on this machine is asked where it is.
+                guard let router = ThisMachine.address(of: connection.host) else {
+                    throw Failure(message: "\(connection.host) is not this machine: duckctl page reads the router's key from this machine's disk, so it asks only a router here (run it on the router's machine)", code: 1)
+                }
                 let values = try connection.call(OSCMessage("/page"))
+                if values.count == 1 {
+                    throw Failure(message: "the router names its key file only to a peer on loopback or an osc.admin address: ask it at 127.0.0.1 (--host 127.0.0.1, or ::1)", code: 1)
+                }
                 guard values.count == 2, case let .string(address) = values[0], case let .string(path) = values[1] else {
                     throw Failure(message: "/page: unexpected reply \(values)", code: 1)
                 }
                 let file = PageKeyFile(path: path)
                 if newKey {
-                    // The current key proves the right to change it (an osc.admin address needs none).
-                    let current = try? file.load()
+                    // The current key proves the right to change it, and goes only to a router on
+                    // loopback: to another of this machine's addresses the request goes without it,
+                    // and only an osc.admin address is granted it.
+                    let current = router.isLoopback ? try Self.key(in: file) : nil
                     _ = try connection.call(OSCMessage("/page/key/rotate", current.map { [.string($0)] } ?? []))
                 }
                 let link = PageKeyFile.link(address: address, key: try Self.key(in: file))
@@ -46,6 +59,7 @@ extension DuckCtl {
         static func key(in file: PageKeyFile) throws -> String {
             let key: String?
             do throws(PageKeyFile.Failure) {
+                try file.checkIsKeyFile()
                 key = try file.load()
             } catch {
                 throw Failure(message: "\(error) (duckctl page reads the key where the router keeps it: run it as the router's user, on its machine)", code: 1)

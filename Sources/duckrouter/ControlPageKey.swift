@@ -1,3 +1,4 @@
+import Foundation
 import HTTPControl
 import Logging
 import OSCControl
@@ -9,7 +10,8 @@ import SessionStore
 /// show the link a person opens.
 enum ControlPageKey {
     static func open(_ http: HTTPControlServer, stateFile: String, logger: Logger) -> PageAccess {
-        let file = PageKeyFile(path: PageKeyFile.path(besideState: stateFile))
+        // Absolute, as `/page` names it: duckctl runs in a folder of its own and reads it as named.
+        let file = PageKeyFile(path: URL(fileURLWithPath: PageKeyFile.path(besideState: stateFile)).standardizedFileURL.path)
         let (page, made, problem) = PageAccess.open(address: http.pageAddress, file: file)
         if let problem {
             logger.error("\(problem): the page's key for this run is only in this log (duckctl page cannot read it)")

@@ -26,6 +26,8 @@ final class OSCRig {
     private let stderrFile: URL
     /// Where the daemon keeps its state (`--state`); nil: beside the session.
     private let statePath: URL?
+    /// The session is named relative to the daemon's working folder (its own), as `make run` does.
+    private let relativeSession: Bool
 
     static let sourceOutputs = ["music_L", "music_R", "nav", "game_L", "game_R", "extra_L", "extra_R"]
     enum Channel: Int { case speaker1, speaker2, phones1, phones2 }
@@ -57,10 +59,12 @@ final class OSCRig {
     }
 
     /// `apps`: more apps (JSON objects, comma-separated) after music, nav and game; `http`: with
-    /// the HTTP server, on a free port of its own; `state`: the state file (`--state`).
+    /// the HTTP server, on a free port of its own; `state`: the state file (`--state`);
+    /// `relativeSession`: the daemon runs in the session's folder and is given its name only.
     init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "", input: [String] = [],
-         http: Bool = false, state: URL? = nil) throws {
+         http: Bool = false, state: URL? = nil, relativeSession: Bool = false) throws {
         self.http = http
+        self.relativeSession = relativeSession
         statePath = state
         server = try JackServer(period: 256)
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
@@ -95,7 +99,8 @@ final class OSCRig {
         // The same HTTP port across restarts (a page open in a browser reconnects to it).
         if http && httpPort == 0 { httpPort = try OSCPorts.free() }
         daemon = try launchDaemon(["--server", server.name, "--http-port", "\(httpPort)"] + (statePath.map { ["--state", $0.path] } ?? [])
-                                      + [sessionFile.path], log: stderrFile)
+                                      + [relativeSession ? sessionFile.lastPathComponent : sessionFile.path], log: stderrFile,
+                              directory: relativeSession ? sessionFile.deletingLastPathComponent() : nil)
         try waitForDaemon(daemon, port: port, log: self.log, "the router's connections") {
             recorder.client.connections(of: "recorder:speaker_2").contains("duckrouter:speaker_out_2")
                 && source.client.connections(of: "source:nav").contains("duckrouter:nav_in_1")
@@ -284,8 +289,9 @@ func daemonArguments(_ arguments: [String]) -> [String] {
 /// appended to `log` (which must exist). Its D-Bus system bus is a socket that does not exist:
 /// a test daemon bound to every interface never reaches this machine's avahi daemon, so it never
 /// advertises itself on the network (ZeroconfTests runs an avahi daemon of its own).
-func launchDaemon(_ arguments: [String], log: URL, environment: [String: String]? = nil) throws -> Process {
+func launchDaemon(_ arguments: [String], log: URL, environment: [String: String]? = nil, directory: URL? = nil) throws -> Process {
     let daemon = Process()
+    if let directory { daemon.currentDirectoryURL = directory }
     daemon.executableURL = DaemonTests.binary
     daemon.arguments = daemonArguments(arguments)
     daemon.environment = (environment ?? ProcessInfo.processInfo.environment)

@@ -25,6 +25,7 @@ struct PageAccessTests {
         let new = try #require(try file.load())
         #expect(new != old && page.holds(new) && !page.holds(old))
         #expect(told.withLock { $0 } == ["http://127.0.0.1:9952/ui/#key=\(new)"])
+        #expect(page.generation(holding: old) == nil && page.generation(holding: new) == 1, "streams admitted before the change are told apart")
         #expect(PageAccess.open(address: "x", file: file).access.holds(new), "a restart finds the new key")
     }
 

@@ -1,0 +1,85 @@
+import Foundation
+import JackTestSupport
+import OSCTransport
+import SessionStore
+import Synchronization
+import Testing
+
+/// `duckctl page` reads the router's key from this machine's disk: it asks only a router on this
+/// machine, and reads only a file that can be the router's key file.
+extension PageKeyTests {
+    @Test("duckctl page refuses a router that is not on this machine (--host, $DUCKROUTER_HOST) before it asks anything")
+    func duckctlPageRefusesARemoteRouter() throws {
+        // 198.51.100.7 (TEST-NET-2) is no machine's: before it is asked, duckctl says why it will not.
+        for (arguments, environment) in [(["page", "--host", "198.51.100.7", "--port", "9"], [:]),
+                                         (["page", "--new-key", "--port", "9"], ["DUCKROUTER_HOST": "198.51.100.7"])] {
+            let refused = try DuckctlTests.duckctl(arguments, environment: environment)
+            #expect(refused.status == 1 && refused.stderr.contains("198.51.100.7 is not this machine"), "\(arguments) \(environment): \(refused)")
+        }
+    }
+
+    @Test("duckctl page reads only a file that can be the router's key file: an absolute path to *.page-key, the user's own, mode 0600, not a link; a peer answering /page in the router's place gets no other file read")
+    func duckctlPageReadsOnlyAKeyFile() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckctl-page-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let secret = "a-secret-that-is-not-the-pages-key-0123456789"
+        func file(_ name: String, mode: Int) throws -> String {
+            let path = folder.appendingPathComponent(name).path
+            try (secret + "\n").write(toFile: path, atomically: false, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+            return path
+        }
+        let notAKeyFile = try file("id_ed25519", mode: 0o600)
+        let loose = try file("loose.page-key", mode: 0o644)
+        let link = folder.appendingPathComponent("link.page-key").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: notAKeyFile)
+        let good = try file("good.page-key", mode: 0o600)
+
+        // A squatter on the port: answers /page with the file it names.
+        let named = Mutex("")
+        let responder = try FakeRouter { message in
+            message.path == "/page" ? [.string("http://127.0.0.1:1/ui/"), .string(named.withLock { $0 })] : nil
+        }
+        defer { responder.stop() }
+        for (path, why) in [(notAKeyFile, "a key file's name ends in .page-key"), (loose, "mode 644, not 0600"),
+                            (link, "not a regular file"), ("good.page-key", "not an absolute path")] {
+            named.withLock { $0 = path }
+            let output = try DuckctlTests.duckctl(["page", "--port", "\(responder.port)"])
+            #expect(output.status == 1 && !output.stdout.contains(secret) && !output.stderr.contains(secret) && output.stderr.contains(why),
+                    "\(path): \(output)")
+        }
+        named.withLock { $0 = good }
+        let read = try DuckctlTests.duckctl(["page", "--port", "\(responder.port)"])
+        #expect(read.status == 0 && read.stdout == "http://127.0.0.1:1/ui/#key=\(secret)\n", "a file that can be the key file is read: \(read)")
+    }
+
+    @Test("a daemon started with a relative session (as make run starts it) names its key file by an absolute path in /page")
+    func relativeSessionAnswersAnAbsolutePath() throws {
+        let rig = try OSCRig(http: true, relativeSession: true)
+        defer { rig.close() }
+        let page = try rig.query("/page")
+        #expect(page?.arguments.last == .string(rig.pageKeyFile.standardizedFileURL.path), "\(String(describing: page))")
+        #expect(rig.pageKey() != nil)
+    }
+}
+
+/// A program on the router's port (UDP, 127.0.0.1) that answers as a router would, with what
+/// `replies` says (nil: no answer).
+final class FakeRouter: Sendable {
+    private let server: OSCServer
+    var port: UInt16 { server.port }
+
+    init(replies: @escaping @Sendable (OSCMessage) -> [OSCArgument]?) throws {
+        var configuration = OSCServer.Configuration()
+        configuration.port = 0
+        let server = try OSCServer(configuration: configuration)
+        self.server = server
+        server.start { bytes, peer in
+            guard case let .message(message)? = try? OSCCodec.decode(bytes), let values = replies(message) else { return }
+            _ = server.send(OSCCodec.encode(OSCMessage("/reply", [.string(message.path)] + values)), to: peer)
+        }
+    }
+
+    func stop() { server.stop() }
+}
