@@ -30,9 +30,13 @@ public final class OSCServer: @unchecked Sendable {
         /// UDP and TCP port; 0 picks a free one (the same number for both).
         public var port: UInt16 = 9951
         /// TCP peers admitted at once, in all (fewer when the descriptor limit leaves less beyond
-        /// its reserve: `DescriptorBudget`) and from one address (OSCServer+Admission.swift).
+        /// its reserve: `DescriptorBudget`) and from one address (an IPv4 address, an IPv6 /64:
+        /// `SocketAddress.host64`) (OSCServer+Admission.swift).
         public var maximumConnections = 64
         public var maximumConnectionsPerAddress = 32
+        /// Slots beyond `maximumConnections` that only peers `isAdmin` accepts may take, so that
+        /// allowed peers holding every other slot never lock an admin out.
+        public var adminReserve = 8
         /// Seconds a TCP peer has to send its first complete packet, and to finish each packet it
         /// begins; past it the connection is closed.
         public var packetTimeout = 10.0
@@ -124,6 +128,9 @@ public final class OSCServer: @unchecked Sendable {
     public var onProblem: (String) -> Void = { _ in }
     /// Whether a TCP peer at this address may connect, asked at accept (set before `start`).
     public var admits: (SocketAddress) -> Bool = { _ in true }
+    /// Whether a TCP peer at this address may take a slot of `adminReserve`, asked at accept of
+    /// an admitted peer when the other slots are taken (set before `start`).
+    public var isAdmin: (SocketAddress) -> Bool = { _ in false }
     /// What a TCP peer closed at accept is told before it is closed (one packet, framed by the
     /// server; nil: nothing). Set before `start`.
     public var answerAtAccept: (SocketAddress, Rejection) -> [UInt8]? = { _, _ in nil }
@@ -441,8 +448,8 @@ public final class OSCServer: @unchecked Sendable {
         Glibc.close(c.fd)
         if c.inbound {
             inboundCount -= 1
-            let left = inboundByHost[c.address.bytes, default: 1] - 1
-            inboundByHost[c.address.bytes] = left > 0 ? left : nil
+            let left = inboundByHost[c.countedAs, default: 1] - 1
+            inboundByHost[c.countedAs] = left > 0 ? left : nil
         }
         if let reason { onProblem("TCP \(c.address): \(reason)") }
         if c.inbound { onClose(Peer(transport: .tcp, address: c.address, connection: c.id)) }

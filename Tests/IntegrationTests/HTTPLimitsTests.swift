@@ -180,6 +180,34 @@ struct HTTPLimitsTests {
         #expect(rig.log.contains("at most 16 connections from one address"))
     }
 
+    @Test("four allowed addresses holding every HTTP slot do not lock out an osc.admin address: its HOST_INFO is answered and its WebSocket opens")
+    func adminGetsIn() throws {
+        let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.4/30", "127.0.0.8/32"], "admin": ["127.0.0.8/32"]"#,
+                             http: true)
+        defer { rig.close() }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
+        for source in ["127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"] {
+            for _ in 0..<16 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: source)) }
+        }
+        try waitFor("the 64 connections to be admitted", timeout: 5) { (try? Self.httpState(rig))?["open"] == 64 }
+        let busy = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 3)
+        #expect(busy.status == 503, "every slot is taken: \(busy.status) \(busy.text)")
+
+        let admin = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.8", timeout: 3)
+        #expect(admin.status == 200, "the osc.admin address's HOST_INFO: \(admin.status) \(admin.text)")
+        let upgrade = Data(("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(rig.httpPort)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+        let socket = try HTTPClient.connection(port: rig.httpPort, upgrade, source: "127.0.0.8", timeout: 3)
+        defer { close(socket) }
+        var line = Data()
+        var byte: UInt8 = 0
+        while line.last != 10, line.count < 200, recv(socket, &byte, 1, 0) == 1 { line.append(byte) }
+        #expect(String(decoding: line, as: UTF8.self).hasPrefix("HTTP/1.1 101"), "the osc.admin address's WebSocket: \(String(decoding: line, as: UTF8.self))")
+        #expect(try Self.httpState(rig)["webSockets"] == 1)
+    }
+
     @Test("HOST_INFO waits for the control queue without holding a thread: many of them while the queue is busy leave other requests answered at once")
     func hostInfoHoldsNoThread() throws {
         let rig = try OSCRig(http: true)

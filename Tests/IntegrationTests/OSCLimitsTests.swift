@@ -88,6 +88,29 @@ struct OSCLimitsTests {
         #expect((osc?["turnedAway"] as? Int ?? 0) >= 32, "/state osc: \(String(describing: osc))")
     }
 
+    @Test("two allowed addresses holding every TCP slot do not lock out an osc.admin address: its /state is answered")
+    func adminGetsIn() throws {
+        let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.3/32", "127.0.0.4/32"], "admin": ["127.0.0.4/32"]"#)
+        defer { rig.close() }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        // 32 quiet surfaces (each has sent a complete packet, so no deadline) from each of two addresses.
+        let ping = TCPPeers.frame(OSCCodec.encode(OSCMessage("/route/select")))
+        for source in ["127.0.0.1", "127.0.0.3"] {
+            for _ in 0..<32 { held.append(try HTTPClient.connection(port: rig.port, Data(ping), source: source, timeout: 2)) }
+        }
+        try waitFor("the 64 connections to be admitted") { (try? Self.oscState(rig, transport: .udp))?["tcpConnections"] as? Int == 64 }
+        let turnedAway = try HTTPClient.connection(port: rig.port, Data(), source: "127.0.0.1", timeout: 2)
+        defer { close(turnedAway) }
+        #expect(TCPPeers.readUntilClosed([turnedAway], timeout: 2).first?.closed == true, "every slot is taken")
+
+        let admin = try HTTPClient.connection(port: rig.port, Data(TCPPeers.frame(OSCCodec.encode(OSCMessage("/state")))),
+                                              source: "127.0.0.4", timeout: 3)
+        defer { close(admin) }
+        let answer = TCPPeers.readMessages(admin, until: { $0.path == "/reply" || $0.path == "/error" }, timeout: 3)
+        #expect(answer?.path == "/reply" && answer?.arguments.first == .string("/state"), "the osc.admin address's /state: \(String(describing: answer))")
+    }
+
     @Test("a TCP connection that never sends a complete packet is closed at the deadline (osc.tcpPacketTimeout); a quiet surface that has spoken is kept")
     func packetDeadline() throws {
         let rig = try OSCRig(osc: #", "tcpPacketTimeout": 1"#)
@@ -147,8 +170,8 @@ struct OSCLimitsTests {
     }
 
     /// `/state`'s `osc` object.
-    static func oscState(_ rig: OSCRig) throws -> [String: Any]? {
-        guard case let .string(json)? = try rig.query("/state", transport: .tcp)?.arguments.last,
+    static func oscState(_ rig: OSCRig, transport: OSCURL.Transport = .tcp) throws -> [String: Any]? {
+        guard case let .string(json)? = try rig.query("/state", transport: transport)?.arguments.last,
               let document = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return nil }
         return document["osc"] as? [String: Any]
     }

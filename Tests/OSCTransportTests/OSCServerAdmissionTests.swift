@@ -107,6 +107,42 @@ struct OSCServerAdmissionTests {
         #expect(!again.isClosed(within: 0.3), "admitted once a slot is free")
     }
 
+    @Test("slots beyond the total are kept for admin addresses: with every other slot taken an admin is admitted, up to the reserve")
+    func adminReserve() throws {
+        let server = try server {
+            $0.maximumConnections = 2
+            $0.adminReserve = 1
+        }
+        defer { server.stop() }
+        server.isAdmin = { $0.host == "127.0.0.4" }
+        server.answerAtAccept = { address, rejection in Array("\(address.host) \(rejection)".utf8) }
+        server.start { _, _ in }
+
+        let held = [try TestPeer(port: server.port, source: "127.0.0.1"), try TestPeer(port: server.port, source: "127.0.0.3")]
+        try waitUntil { status(server)?.connections == 2 }
+        let other = try TestPeer(port: server.port, source: "127.0.0.5")
+        #expect(other.isClosed(within: 2), "the total is taken")
+        let admin = try TestPeer(port: server.port, source: "127.0.0.4")
+        #expect(!admin.isClosed(within: 0.3), "an admin takes the reserve")
+        let secondAdmin = try TestPeer(port: server.port, source: "127.0.0.4")
+        #expect(secondAdmin.isClosed(within: 2), "the reserve is taken too")
+        #expect(String(decoding: secondAdmin.received.dropFirst(4), as: UTF8.self) == "127.0.0.4 tooMany(limit: 2)")
+        #expect(status(server)?.connections == 3 && held.allSatisfy { !$0.isClosed(within: 0) })
+    }
+
+    @Test("connections are counted per IPv4 address and per IPv6 /64; an IPv4-mapped IPv6 address counts as its IPv4 one")
+    func countedPerHost() throws {
+        let a = try #require(SocketAddress(host: "2001:db8:1:2::5", port: 1))
+        let b = try #require(SocketAddress(host: "2001:db8:1:2:ffff:1:2:3", port: 2))
+        let c = try #require(SocketAddress(host: "2001:db8:1:3::5", port: 1))
+        #expect(a.host64 == b.host64 && a.host64 != c.host64)
+        #expect(a.host64Name == "2001:db8:1:2::/64")
+        let mapped = try #require(SocketAddress(host: "::ffff:192.0.2.7", port: 1))
+        let plain = try #require(SocketAddress(host: "192.0.2.7", port: 1))
+        #expect(mapped.host64 == plain.host64 && mapped.host64 == [192, 0, 2, 7] && mapped.host64Name == "192.0.2.7")
+        #expect(SocketAddress(host: "192.0.2.8", port: 1)?.host64 != plain.host64)
+    }
+
     @Test("the descriptor reserve: the peer limit shrinks with a low soft limit, and a descriptor among the last ones is in the reserve")
     func descriptorReserve() {
         #expect(DescriptorBudget.peerLimit(configured: 64, soft: 8192) == 64)
