@@ -98,8 +98,11 @@ public final class OSCServer: @unchecked Sendable {
     var inboundCount = 0
     var inboundByHost: [[UInt8]: Int] = [:]
     var admissionCounts = (refused: 0, turnedAway: 0, closedAtDeadline: 0, acceptPauses: 0)
-    /// Connections closed by the limits, logged at a bounded rate.
+    /// Connections closed by the limits, logged at a bounded rate: refused peers', and allowed
+    /// peers' (turned away, or closed at the packet deadline) apart, so that a flood of refused
+    /// connections never silences what an allowed peer is told.
     var closings = RefusalBudget()
+    var allowedClosings = RefusalBudget()
     /// While accept found no descriptor: the listener is not polled until then (ms).
     var listenerPausedUntil: Int64 = 0
     var lastPauseReport: Int64 = -1_000_000

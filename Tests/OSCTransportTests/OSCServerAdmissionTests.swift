@@ -107,6 +107,33 @@ struct OSCServerAdmissionTests {
         #expect(!again.isClosed(within: 0.3), "admitted once a slot is free")
     }
 
+    @Test("a refused flood from many addresses does not silence what an allowed peer over its cap is told: refusals and allowed peers' closings have budgets of their own")
+    func allowedPeersBudgetApart() throws {
+        let server = try server { $0.maximumConnectionsPerAddress = 1 }
+        defer { server.stop() }
+        server.admits = { $0.host == "127.0.0.1" }
+        server.answerAtAccept = { address, rejection in Array("\(address.host) \(rejection)".utf8) }
+        server.start { _, _ in }
+
+        // 5 each (the most answered per address) from 6 refused addresses: more than the 20 answered in all.
+        var answered = 0
+        for k in 2..<8 {
+            for _ in 0..<5 {
+                let peer = try TestPeer(port: server.port, source: "127.0.0.\(k + 10)")
+                #expect(peer.isClosed(within: 2), "a refused peer is closed at once")
+                if !peer.received.isEmpty { answered += 1 }
+            }
+        }
+        #expect(answered == 20, "\(answered) of 30 refused peers answered (at most 20 in an interval)")
+
+        let first = try TestPeer(port: server.port, source: "127.0.0.1")
+        let over = try TestPeer(port: server.port, source: "127.0.0.1")
+        #expect(over.isClosed(within: 2), "over its address's share")
+        #expect(String(decoding: over.received.dropFirst(4), as: UTF8.self) == "127.0.0.1 tooManyFromAddress(limit: 1)",
+                "the allowed peer turned away is told why: \(over.received)")
+        #expect(!first.isClosed(within: 0))
+    }
+
     @Test("slots beyond the total are kept for admin addresses: with every other slot taken an admin is admitted, up to the reserve")
     func adminReserve() throws {
         let server = try server {
