@@ -164,7 +164,7 @@ public final class OSCServer: @unchecked Sendable {
             setOption(tcpSocket, SOL_SOCKET, SO_REUSEADDR, 1)
             if family == AF_INET6 { setOption(tcpSocket, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0) }
             let tcpAddress = SocketAddress(host: bindAddress.host, port: bound)!
-            if tcpAddress.withSockaddr(family: family, { bind(tcpSocket, $0, $1) }) == 0, listen(tcpSocket, 16) == 0 {
+            if tcpAddress.withSockaddr(family: family, { bind(tcpSocket, $0, $1) }) == 0, listen(tcpSocket, SOMAXCONN) == 0 {
                 break
             }
             let text = errorText()
