@@ -35,14 +35,16 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
 
     struct Rules: Sendable {
         var allow: [NetworkRange]
+        /// Addresses that may take the slots kept beyond the total cap (`osc.admin`).
+        var admin: [NetworkRange] = []
         var exchangeTimeout: TimeAmount
     }
 
     let rules: Rules
     private let book: ConnectionBook
     private(set) var verdict = Verdict.undecided
-    /// The address whose slot this connection holds, while it holds one.
-    private var slot: String?
+    /// The key of the slot this connection holds (`ConnectionBook.admit`), while it holds one.
+    private var slot: ConnectionBook.Key?
     private var isWebSocket = false
     private var deadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
@@ -85,14 +87,15 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
         guard case .undecided = verdict else { return }
         let peer = context.channel.remoteAddress
         let address = peer?.ipAddress ?? "unknown"
-        guard let peer, Self.isAllowed(peer, by: rules.allow) else {
+        guard let peer, let parsed = Self.address(of: peer), rules.allow.contains(where: { $0.contains(parsed.bytes, port: parsed.port) }) else {
             verdict = .refused
             book.refused(address)
             return answer(context, Self.forbidden)
         }
-        switch book.admit(address) {
+        let key = ConnectionBook.Key(host: parsed.host64Name, admin: rules.admin.contains { $0.contains(parsed.bytes, port: parsed.port) })
+        switch book.admit(key, from: address) {
         case .admitted:
-            slot = address
+            slot = key
             verdict = .admitted
             arm(rules.exchangeTimeout)
         case .overTotal, .overAddress:
@@ -111,9 +114,9 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     private func release() {
         deadline?.cancel()
         deadline = nil
-        if let address = slot {
+        if let key = slot {
             slot = nil
-            book.release(address, webSocket: isWebSocket)
+            book.release(key, webSocket: isWebSocket)
         }
     }
 
@@ -139,9 +142,14 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     static func isAllowed(_ peer: NIOCore.SocketAddress, by allow: [NetworkRange]) -> Bool {
-        guard let host = peer.ipAddress, let port = peer.port,
-              let address = OSCTransport.SocketAddress(host: host, port: UInt16(clamping: port)) else { return false }
+        guard let address = address(of: peer) else { return false }
         return allow.contains { $0.contains(address.bytes, port: address.port) }
+    }
+
+    /// The peer's address as the allow lists read it (an IPv4-mapped IPv6 address is IPv4).
+    static func address(of peer: NIOCore.SocketAddress) -> OSCTransport.SocketAddress? {
+        guard let host = peer.ipAddress, let port = peer.port else { return nil }
+        return OSCTransport.SocketAddress(host: host, port: UInt16(clamping: port))
     }
 
     /// The whole answer to a refused peer, and to one over a cap: written before its request is

@@ -9,21 +9,30 @@ import Synchronization
 ///
 /// Refused and turned-away connections are answered and closed at once by `Admission`: they never
 /// hold a slot, so no number of them can take the place of an allowed peer. The per-address
-/// table holds only addresses with admitted connections open (at most `limits.total` entries).
+/// table holds only addresses with admitted connections open (at most `limits.total` plus the
+/// admin reserve entries).
 final class ConnectionBook: Sendable {
     struct Limits: Equatable, Sendable {
-        /// Admitted connections at once, and from one address.
+        /// Admitted connections at once, and from one address; slots beyond `total` that only
+        /// osc.admin addresses may take.
         var total: Int
         var perAddress: Int
+        var adminReserve: Int
 
         /// The caps in force: the configured ones, lowered so that admitted connections can never
         /// take the descriptors the rest of the daemon needs (`reserve` of the soft
         /// `RLIMIT_NOFILE` limit, or half of a limit under twice that, stay free for the state
         /// file, JACK, OSC and the log), and one address never takes more than half of the total.
-        init(total: Int, perAddress: Int, descriptorLimit: Int?, reserve: Int) {
+        /// The admin reserve takes at most a quarter of the descriptors the total leaves.
+        init(total: Int, perAddress: Int, descriptorLimit: Int?, reserve: Int, adminReserve: Int = 8) {
             var total = max(1, total)
-            if let descriptorLimit { total = min(total, max(1, descriptorLimit - min(reserve, descriptorLimit / 2))) }
+            var adminReserve = max(0, adminReserve)
+            if let descriptorLimit {
+                total = min(total, max(1, descriptorLimit - min(reserve, descriptorLimit / 2)))
+                adminReserve = min(adminReserve, max(0, descriptorLimit - total) / 4)
+            }
             self.total = total
+            self.adminReserve = adminReserve
             self.perAddress = max(1, min(perAddress, total > 1 ? total / 2 : 1))
         }
 
@@ -42,7 +51,7 @@ final class ConnectionBook: Sendable {
     }
 
     private struct State {
-        var byAddress: [String: Int] = [:]
+        var byAddress: [Key: Int] = [:]
         var open = 0
         var webSockets = 0
         var refused = 0
@@ -60,14 +69,24 @@ final class ConnectionBook: Sendable {
         self.logger = logger
     }
 
-    /// Takes a slot for an allowed peer at `address`, if both caps leave one.
-    func admit(_ address: String) -> Admitted {
+    /// What a connection is counted under against the cap per address: its host (an IPv4
+    /// address, an IPv6 /64: `SocketAddress.host64Name`), an osc.admin address's apart from the
+    /// others of its /64.
+    struct Key: Hashable, Sendable {
+        var host: String
+        var admin: Bool
+    }
+
+    /// Takes a slot for an allowed peer (at `address`, for the log), if both caps leave one; an
+    /// admin may take one of the reserve beyond the total.
+    func admit(_ key: Key, from address: String) -> Admitted {
         let (verdict, line) = state.withLock { state -> (Admitted, RefusalLog.Line?) in
-            let mine = state.byAddress[address, default: 0]
-            let verdict: Admitted = state.open >= limits.total ? .overTotal : mine >= limits.perAddress ? .overAddress : .admitted
+            let mine = state.byAddress[key, default: 0]
+            let total = limits.total + (key.admin ? limits.adminReserve : 0)
+            let verdict: Admitted = state.open >= total ? .overTotal : mine >= limits.perAddress ? .overAddress : .admitted
             guard verdict != .admitted else {
                 state.open += 1
-                state.byAddress[address] = mine + 1
+                state.byAddress[key] = mine + 1
                 return (verdict, nil)
             }
             state.turnedAway += 1
@@ -78,15 +97,15 @@ final class ConnectionBook: Sendable {
         return verdict
     }
 
-    /// An admitted connection from `address` closed.
-    func release(_ address: String, webSocket: Bool) {
+    /// An admitted connection counted under `key` closed.
+    func release(_ key: Key, webSocket: Bool) {
         state.withLock { state in
             state.open -= 1
             if webSocket { state.webSockets -= 1 }
-            if let mine = state.byAddress[address], mine > 1 {
-                state.byAddress[address] = mine - 1
+            if let mine = state.byAddress[key], mine > 1 {
+                state.byAddress[key] = mine - 1
             } else {
-                state.byAddress[address] = nil
+                state.byAddress[key] = nil
             }
         }
     }

@@ -31,14 +31,19 @@ public final class HTTPControlServer: Sendable {
         public var port = 9952
         /// Who may ask at all (`osc.allow`); anyone else gets 403.
         public var allow: [NetworkRange] = []
+        /// Who may take a slot of `adminReserve` when the others are taken (`osc.admin`).
+        public var admin: [NetworkRange] = []
         /// Limits that keep one client from holding memory or slots: a request body (GETs have none
         /// worth reading), the header block, header fields, connections admitted at once in all
-        /// and from one address (lowered at start by the descriptor limit: `descriptorReserve`).
+        /// and from one address (an IPv4 address, an IPv6 /64) (lowered at start by the descriptor
+        /// limit: `descriptorReserve`), and the slots beyond the total that only `admin` addresses
+        /// may take, so that allowed peers holding every other slot never lock an admin out.
         public var maximumBodyBytes = 1024
         public var maximumHeaderBytes = 16 * 1024
         public var maximumHeaderFields = 100
         public var maximumConnections = 64
         public var maximumConnectionsPerAddress = 16
+        public var adminReserve = 8
         /// Descriptors of the soft `RLIMIT_NOFILE` limit (read when the server is made) that
         /// admitted HTTP connections never take: the total cap is at most the limit minus this,
         /// or half the limit when that is less (state file, JACK, OSC, log).
@@ -64,6 +69,7 @@ public final class HTTPControlServer: Sendable {
             self.port = port
             bind = osc.bind
             allow = osc.allow
+            admin = osc.admin
         }
     }
 
@@ -80,7 +86,8 @@ public final class HTTPControlServer: Sendable {
         self.logger = logger
         hub = ListenHub(control: control, logger: logger)
         book = ConnectionBook(limits: .init(total: configuration.maximumConnections, perAddress: configuration.maximumConnectionsPerAddress,
-                                            descriptorLimit: ConnectionBook.Limits.descriptorLimit(), reserve: configuration.descriptorReserve),
+                                            descriptorLimit: ConnectionBook.Limits.descriptorLimit(), reserve: configuration.descriptorReserve,
+                                            adminReserve: configuration.adminReserve),
                               logger: logger)
     }
 
@@ -107,7 +114,7 @@ public final class HTTPControlServer: Sendable {
         // peers in the kernel's backlog unanswered. Admission accepts them, answers 503 and
         // closes. At the descriptor limit AcceptPause, added to the listening channel once it
         // runs, pauses accepting for a second instead of retrying at once.
-        let rules = Admission.Rules(allow: configuration.allow, exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds))
+        let rules = Admission.Rules(allow: configuration.allow, admin: configuration.admin, exchangeTimeout: .seconds(configuration.exchangeTimeoutSeconds))
         let book = book
         let channel = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: .init(additionalChannelHandlers: [ConnectionGate()], httpDecoderConfiguration: decoder),

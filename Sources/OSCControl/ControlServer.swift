@@ -155,6 +155,9 @@ public final class ControlServer: @unchecked Sendable {
         server.admits = { [allow = configuration.allow] address in
             allow.contains { $0.contains(address.bytes, port: address.port) }
         }
+        server.isAdmin = { [admin = configuration.admin] address in
+            admin.contains { $0.contains(address.bytes, port: address.port) }
+        }
         server.answerAtAccept = Self.answer(closing:_:)
     }
 

@@ -8,11 +8,15 @@ import Glibc
 /// answer, and never holds a slot. An admitted peer takes one of `maximumConnections` slots (fewer
 /// when the descriptor limit leaves less beyond the reserve, `DescriptorBudget`), at most
 /// `maximumConnectionsPerAddress` of them from its address; over either it is turned away the same
-/// way. A connection must deliver a complete packet within `packetTimeout` of its accept, and
+/// way. Beyond these, `adminReserve` slots are kept for peers `isAdmin` accepts (osc.admin), so
+/// that allowed peers holding every other slot never lock an admin out. A host is counted per
+/// IPv4 address or IPv6 /64 (`SocketAddress.host64`), and an admin's connections apart from the
+/// others of its /64. A connection must deliver a complete packet within `packetTimeout` of its accept, and
 /// finish each packet it begins within `packetTimeout`, or it is closed; one that has sent a
 /// packet and holds no partial one is kept however long it is quiet (a surface that only listens
 /// to notifications), and TCP keep-alive finds one whose host has gone. Each closing is logged
-/// at a bounded rate (`RefusalBudget`).
+/// at a bounded rate (`RefusalBudget`): refused peers' on one budget, allowed peers' on another,
+/// so that a refused flood never silences what an allowed peer is told.
 ///
 /// When accept finds no descriptor (EMFILE, ENFILE) or no kernel memory, the connection stays in
 /// the backlog and the listening socket stays readable: the loop stops polling it for
@@ -89,7 +93,8 @@ extension OSCServer {
                 Glibc.close(fd)
                 continue
             }
-            if let rejection = rejection(of: address, fd: fd, soft: soft, limit: limit) {
+            var countedAs: [UInt8] = []
+            if let rejection = rejection(of: address, countedAs: &countedAs, fd: fd, soft: soft, limit: limit) {
                 turnAway(fd, address, rejection)
                 continue
             }
@@ -102,18 +107,23 @@ extension OSCServer {
             let id = newConnectionID()
             let connection = Connection(fd: fd, id: id, address: address, inbound: true)
             connection.deadline = OSCServer.nowMilliseconds() + packetTimeoutMilliseconds
+            connection.countedAs = countedAs
             connections[id] = connection
-            inboundByHost[address.bytes, default: 0] += 1
+            inboundByHost[countedAs, default: 0] += 1
             inboundCount += 1
         }
     }
 
-    private func rejection(of address: SocketAddress, fd: Int32, soft: Int, limit: Int) -> Rejection? {
+    /// Why a peer at `address` may not connect now (nil: it may), and the key it is counted under
+    /// per address (its IPv4 address or IPv6 /64, an admin's apart).
+    private func rejection(of address: SocketAddress, countedAs: inout [UInt8], fd: Int32, soft: Int, limit: Int) -> Rejection? {
         if !admits(address) { return .notAllowed }
         if DescriptorBudget.isInReserve(fd, soft: soft) { return .outOfDescriptors }
-        if inboundCount >= limit { return .tooMany(limit: limit) }
+        let admin = isAdmin(address)
+        countedAs = address.host64 + (admin ? [1] : [])
+        if inboundCount >= limit + (admin ? max(0, configuration.adminReserve) : 0) { return .tooMany(limit: limit) }
         let perAddress = configuration.maximumConnectionsPerAddress
-        if inboundByHost[address.bytes, default: 0] >= perAddress { return .tooManyFromAddress(limit: perAddress) }
+        if inboundByHost[countedAs, default: 0] >= perAddress { return .tooManyFromAddress(limit: perAddress) }
         return nil
     }
 
@@ -121,7 +131,7 @@ extension OSCServer {
     /// while the rate allows.
     private func turnAway(_ fd: Int32, _ address: SocketAddress, _ rejection: Rejection) {
         if rejection == .notAllowed { admissionCounts.refused += 1 } else { admissionCounts.turnedAway += 1 }
-        let told = noteClosing(address)
+        let told = noteClosing(address, allowed: rejection != .notAllowed)
         if told {
             let why = switch rejection {
             case .notAllowed: "outside osc.allow"
@@ -144,14 +154,16 @@ extension OSCServer {
 
     /// Counts a connection closed by the limits; true when its log line (and answer) is within the
     /// rate. Logs the summary of an interval that has ended.
-    private func noteClosing(_ address: SocketAddress) -> Bool {
-        let (told, ended) = closings.note(address.host, now: OSCServer.clockSeconds())
-        if let ended { logClosings(ended) }
+    private func noteClosing(_ address: SocketAddress, allowed: Bool) -> Bool {
+        let now = OSCServer.clockSeconds()
+        let (told, ended) = allowed ? allowedClosings.note(address.host, now: now) : closings.note(address.host, now: now)
+        if let ended { logClosings(ended, allowed: allowed) }
         return told
     }
 
-    func logClosings(_ summary: RefusalBudget.Summary) {
-        onProblem("closed more OSC TCP connections without a line each (outside osc.allow, over a limit, or at the packet deadline): \(summary)")
+    func logClosings(_ summary: RefusalBudget.Summary, allowed: Bool) {
+        let which = allowed ? "from allowed peers (over a limit, or at the packet deadline)" : "from peers outside osc.allow"
+        onProblem("closed more OSC TCP connections \(which) without a line each: \(summary)")
     }
 
     private func pauseAccepting(_ failure: Int32, soft: Int) {
@@ -173,14 +185,17 @@ extension OSCServer {
         for (id, c) in connections {
             guard let deadline = c.deadline, deadline <= now else { continue }
             admissionCounts.closedAtDeadline += 1
-            if noteClosing(c.address) {
+            if noteClosing(c.address, allowed: true) {
                 let what = c.spoke ? "a packet it began was not finished" : "no complete packet came"
                 onProblem("closed OSC TCP \(c.address): \(what) within \(configuration.packetTimeout) s (osc.tcpPacketTimeout)")
             }
             drop(id, reason: nil)
         }
         if let due = closings.due, Double(now) / 1000 >= due, let ended = closings.summary(now: OSCServer.clockSeconds()) {
-            logClosings(ended)
+            logClosings(ended, allowed: false)
+        }
+        if let due = allowedClosings.due, Double(now) / 1000 >= due, let ended = allowedClosings.summary(now: OSCServer.clockSeconds()) {
+            logClosings(ended, allowed: true)
         }
     }
 
@@ -190,7 +205,7 @@ extension OSCServer {
         var next = Int64.max
         for c in connections.values { if let deadline = c.deadline { next = min(next, deadline) } }
         if listenerPausedUntil > now { next = min(next, listenerPausedUntil) }
-        if let due = closings.due { next = min(next, Int64((due * 1000).rounded(.up))) }
+        for due in [closings.due, allowedClosings.due].compactMap({ $0 }) { next = min(next, Int64((due * 1000).rounded(.up))) }
         return next == Int64.max ? nil : next
     }
 

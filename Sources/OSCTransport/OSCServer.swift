@@ -30,9 +30,13 @@ public final class OSCServer: @unchecked Sendable {
         /// UDP and TCP port; 0 picks a free one (the same number for both).
         public var port: UInt16 = 9951
         /// TCP peers admitted at once, in all (fewer when the descriptor limit leaves less beyond
-        /// its reserve: `DescriptorBudget`) and from one address (OSCServer+Admission.swift).
+        /// its reserve: `DescriptorBudget`) and from one address (an IPv4 address, an IPv6 /64:
+        /// `SocketAddress.host64`) (OSCServer+Admission.swift).
         public var maximumConnections = 64
         public var maximumConnectionsPerAddress = 32
+        /// Slots beyond `maximumConnections` that only peers `isAdmin` accepts may take, so that
+        /// allowed peers holding every other slot never lock an admin out.
+        public var adminReserve = 8
         /// Seconds a TCP peer has to send its first complete packet, and to finish each packet it
         /// begins; past it the connection is closed.
         public var packetTimeout = 10.0
@@ -94,8 +98,11 @@ public final class OSCServer: @unchecked Sendable {
     var inboundCount = 0
     var inboundByHost: [[UInt8]: Int] = [:]
     var admissionCounts = (refused: 0, turnedAway: 0, closedAtDeadline: 0, acceptPauses: 0)
-    /// Connections closed by the limits, logged at a bounded rate.
+    /// Connections closed by the limits, logged at a bounded rate: refused peers', and allowed
+    /// peers' (turned away, or closed at the packet deadline) apart, so that a flood of refused
+    /// connections never silences what an allowed peer is told.
     var closings = RefusalBudget()
+    var allowedClosings = RefusalBudget()
     /// While accept found no descriptor: the listener is not polled until then (ms).
     var listenerPausedUntil: Int64 = 0
     var lastPauseReport: Int64 = -1_000_000
@@ -124,6 +131,9 @@ public final class OSCServer: @unchecked Sendable {
     public var onProblem: (String) -> Void = { _ in }
     /// Whether a TCP peer at this address may connect, asked at accept (set before `start`).
     public var admits: (SocketAddress) -> Bool = { _ in true }
+    /// Whether a TCP peer at this address may take a slot of `adminReserve`, asked at accept of
+    /// an admitted peer when the other slots are taken (set before `start`).
+    public var isAdmin: (SocketAddress) -> Bool = { _ in false }
     /// What a TCP peer closed at accept is told before it is closed (one packet, framed by the
     /// server; nil: nothing). Set before `start`.
     public var answerAtAccept: (SocketAddress, Rejection) -> [UInt8]? = { _, _ in nil }
@@ -154,7 +164,7 @@ public final class OSCServer: @unchecked Sendable {
             setOption(tcpSocket, SOL_SOCKET, SO_REUSEADDR, 1)
             if family == AF_INET6 { setOption(tcpSocket, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0) }
             let tcpAddress = SocketAddress(host: bindAddress.host, port: bound)!
-            if tcpAddress.withSockaddr(family: family, { bind(tcpSocket, $0, $1) }) == 0, listen(tcpSocket, 16) == 0 {
+            if tcpAddress.withSockaddr(family: family, { bind(tcpSocket, $0, $1) }) == 0, listen(tcpSocket, SOMAXCONN) == 0 {
                 break
             }
             let text = errorText()
@@ -441,8 +451,8 @@ public final class OSCServer: @unchecked Sendable {
         Glibc.close(c.fd)
         if c.inbound {
             inboundCount -= 1
-            let left = inboundByHost[c.address.bytes, default: 1] - 1
-            inboundByHost[c.address.bytes] = left > 0 ? left : nil
+            let left = inboundByHost[c.countedAs, default: 1] - 1
+            inboundByHost[c.countedAs] = left > 0 ? left : nil
         }
         if let reason { onProblem("TCP \(c.address): \(reason)") }
         if c.inbound { onClose(Peer(transport: .tcp, address: c.address, connection: c.id)) }

@@ -185,7 +185,7 @@ struct HTTPControlTests {
         for source in ["127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"] {
             for _ in 0..<16 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: source)) }
         }
-        Thread.sleep(forTimeInterval: 0.5)
+        try waitFor("the 64 connections to be admitted", timeout: 5) { (try? HTTPLimitsTests.httpState(rig))?["open"] == 64 }
         started = Date()
         let busy = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 3)
         #expect(busy.status == 503 && busy.text.contains("too many"), "\(busy.status) \(busy.text)")

@@ -15,6 +15,20 @@ struct HTTPLimitsTests {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
+    /// The daemon's connections on IPv4 `port` that are established with nothing left unread in
+    /// them (/proc/net/tcp): requests it has read.
+    static func requestsRead(port: UInt16) -> Int {
+        // Read to the end: the kernel gives the table a page at a time.
+        guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp"), let data = try? file.readToEnd() else { return -1 }
+        try? file.close()
+        let table = String(decoding: data, as: UTF8.self)
+        let local = String(format: ":%04X", port)
+        return table.split(separator: "\n").dropFirst().filter { row in
+            let fields = row.split(separator: " ")
+            return fields.count > 4 && fields[1].hasSuffix(local) && fields[3] == "01" && fields[4].hasSuffix(":00000000")
+        }.count
+    }
+
     /// `/state`'s `http` object.
     static func httpState(_ rig: OSCRig) throws -> [String: Int] {
         let reply = try #require(try rig.query("/state", transport: .tcp))
@@ -180,10 +194,49 @@ struct HTTPLimitsTests {
         #expect(rig.log.contains("at most 16 connections from one address"))
     }
 
+    @Test("four allowed addresses holding every HTTP slot do not lock out an osc.admin address: its HOST_INFO is answered and its WebSocket opens")
+    func adminGetsIn() throws {
+        let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.4/30", "127.0.0.8/32"], "admin": ["127.0.0.8/32"]"#,
+                             http: true)
+        defer { rig.close() }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        let slowBody = Data("POST /app/music/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n0123456789".utf8)
+        for source in ["127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"] {
+            for _ in 0..<16 { held.append(try HTTPClient.connection(port: rig.httpPort, slowBody, source: source)) }
+        }
+        try waitFor("the 64 connections to be admitted", timeout: 5) { (try? Self.httpState(rig))?["open"] == 64 }
+        let busy = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.1", timeout: 3)
+        #expect(busy.status == 503, "every slot is taken: \(busy.status) \(busy.text)")
+
+        let admin = try HTTPClient.get(port: rig.httpPort, "/?HOST_INFO", source: "127.0.0.8", timeout: 3)
+        #expect(admin.status == 200, "the osc.admin address's HOST_INFO: \(admin.status) \(admin.text)")
+        let upgrade = Data(("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(rig.httpPort)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+        let socket = try HTTPClient.connection(port: rig.httpPort, upgrade, source: "127.0.0.8", timeout: 3)
+        defer { close(socket) }
+        var line = Data()
+        var byte: UInt8 = 0
+        while line.last != 10, line.count < 200, recv(socket, &byte, 1, 0) == 1 { line.append(byte) }
+        #expect(String(decoding: line, as: UTF8.self).hasPrefix("HTTP/1.1 101"), "the osc.admin address's WebSocket: \(String(decoding: line, as: UTF8.self))")
+        #expect(try Self.httpState(rig)["webSockets"] == 1)
+    }
+
     @Test("HOST_INFO waits for the control queue without holding a thread: many of them while the queue is busy leave other requests answered at once")
     func hostInfoHoldsNoThread() throws {
-        let rig = try OSCRig(http: true)
+        // Requests from several allowed addresses (16 at most from one).
+        let rig = try OSCRig(osc: #", "allow": ["127.0.0.0/26"]"#, http: true)
         defer { rig.close() }
+        let oscThread = try #require(ProcessLimits.thread(named: "duckrouter.osc", of: rig.daemon.processIdentifier))
+        /// The OSC thread waits on a lock (futex, 202): for the control queue, since it handles a
+        /// request there; otherwise it waits in poll.
+        func oscThreadWaitsForTheQueue() -> Bool {
+            (0..<3).allSatisfy { _ in
+                usleep(5000)
+                return ProcessLimits.blockedIn(rig.daemon.processIdentifier, oscThread) == 202
+            }
+        }
+        #expect(!oscThreadWaitsForTheQueue(), "the OSC thread waits for the control queue before the test holds it")
         // A new app while the server is frozen: its ports wait for the server, and hold the
         // control queue until the router gives the server up (2-2.5 s).
         rig.server.suspend()
@@ -197,32 +250,36 @@ struct HTTPLimitsTests {
             }
             registered.signal()
         }
-        Thread.sleep(forTimeInterval: 0.3)
-        // More HOST_INFO requests than Swift's concurrency pool has threads (one per core).
+        try waitFor("the registration to hold the control queue", timeout: 3) { oscThreadWaitsForTheQueue() }
+        // More HOST_INFO requests than Swift's concurrency pool has threads (one per core), 12
+        // from each address.
+        let count = ProcessInfo.processInfo.activeProcessorCount + 4
+        try #require(count <= 60, "more cores (\(count - 4)) than HTTP connections to outnumber them")
         let waits = Waits()
         let asked = DispatchGroup()
-        for _ in 0..<12 {
+        for k in 0..<count {
             asked.enter()
             Thread.detachNewThread {
                 let started = Date()
-                let status = (try? HTTPClient.get(port: httpPort, "/?HOST_INFO", timeout: 8))?.status ?? 0
+                let status = (try? HTTPClient.get(port: httpPort, "/?HOST_INFO", source: "127.0.0.\(1 + k / 12)", timeout: 8))?.status ?? 0
                 waits.add(status, Date().timeIntervalSince(started))
                 asked.leave()
             }
         }
-        Thread.sleep(forTimeInterval: 0.3)
+        // Every request has reached the daemon and waits: the HTTP connections of all of them are open.
+        try waitFor("the HOST_INFO requests to be read", timeout: 3) { Self.requestsRead(port: rig.httpPort) >= count }
         // A request that needs no control queue is answered at once.
         let started = Date()
-        let other = try HTTPClient.get(port: rig.httpPort, "/", method: "POST", timeout: 8)
+        let other = try HTTPClient.get(port: rig.httpPort, "/", method: "POST", source: "127.0.0.50", timeout: 8)
         let seconds = Date().timeIntervalSince(started)
         asked.wait()
         registered.wait()
         let (statuses, slowest) = waits.summary
-        print(String(format: "HTTPLimitsTests: with the control queue busy, 12 HOST_INFO took up to %.2f s; a POST was answered in %.2f s", slowest, seconds))
+        print(String(format: "HTTPLimitsTests: with the control queue busy, %d HOST_INFO took up to %.2f s; a POST was answered in %.2f s", count, slowest, seconds))
         #expect(other.status == 405)
-        #expect(seconds < 1, "a request that needs no control queue waited \(seconds) s behind HOST_INFO requests")
+        #expect(seconds < 1, "a request that needs no control queue waited \(seconds) s behind \(count) HOST_INFO requests")
         #expect(slowest > 1, "the control queue was busy while HOST_INFO was asked (else this test shows nothing)")
-        #expect(statuses == Array(repeating: 200, count: 12), "\(statuses)")
+        #expect(statuses == Array(repeating: 200, count: count), "\(statuses)")
     }
 
     @Test("at the descriptor limit the accept loop backs off instead of spinning; once descriptors are free again, a waiting peer is served")
@@ -254,6 +311,8 @@ struct HTTPLimitsTests {
             return (used.reduce(0) { $0 + $1.seconds }, used.filter { $0.name.hasPrefix("NIO-ELT") }.reduce(0) { $0 + $1.seconds },
                     busiest.joined(separator: ", "))
         }
+        let eventLoopThreads = cpuByThread().values.filter { $0.name.hasPrefix("NIO-ELT") }.count
+        try #require(eventLoopThreads > 0, "no event loop thread (NIO-ELT) among the daemon's threads: \(cpuByThread().values.map(\.name))")
         let quiet = cpuOver(2)
         // Leave the daemon 4 descriptors, then ask for more connections than that: the rest wait
         // in the listen backlog while accept fails with EMFILE.
