@@ -35,7 +35,8 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
 
     struct Rules: Sendable {
         var allow: [NetworkRange]
-        /// Addresses that may take the slots kept beyond the total cap (`osc.admin`).
+        /// Addresses that may take the slots kept beyond the total cap (`osc.admin`; a
+        /// `host:port` entry grants UDP only, so it counts for nothing here).
         var admin: [NetworkRange] = []
         var exchangeTimeout: TimeAmount
     }
@@ -92,7 +93,7 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
             book.refused(address)
             return answer(context, Self.forbidden)
         }
-        let key = ConnectionBook.Key(host: parsed.host64Name, admin: rules.admin.contains { $0.contains(parsed.bytes, port: parsed.port) })
+        let key = ConnectionBook.Key(host: parsed.host64Name, admin: rules.admin.contains { $0.port == nil && $0.contains(parsed.bytes, port: parsed.port) })
         switch book.admit(key, from: address) {
         case .admitted:
             slot = key

@@ -155,8 +155,9 @@ public final class ControlServer: @unchecked Sendable {
         server.admits = { [allow = configuration.allow] address in
             allow.contains { $0.contains(address.bytes, port: address.port) }
         }
+        // TCP only: a host:port entry of osc.admin grants UDP from that port, nothing over TCP.
         server.isAdmin = { [admin = configuration.admin] address in
-            admin.contains { $0.contains(address.bytes, port: address.port) }
+            admin.contains { $0.port == nil && $0.contains(address.bytes, port: address.port) }
         }
         server.answerAtAccept = Self.answer(closing:_:)
     }
