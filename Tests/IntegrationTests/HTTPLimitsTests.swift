@@ -135,7 +135,9 @@ struct HTTPLimitsTests {
         }
         let lines = rig.log.components(separatedBy: "\n").filter { $0.contains("refused HTTP") }
         #expect((1...3).contains(lines.count), "\(lines.count) lines: \(lines.prefix(5))")
-        let added = rig.log.components(separatedBy: "\n").dropFirst(linesBefore - 1)
+        // Every line the daemon wrote meanwhile, but the router's own (an xrun notice on a
+        // loaded machine is no refusal).
+        let added = rig.log.components(separatedBy: "\n").dropFirst(linesBefore - 1).filter { !$0.contains("[RouterCore]") }
         #expect(added.count <= 4, "\(added.count) lines in all: \(added.prefix(8).joined(separator: "\n"))")
         #expect(try Self.httpState(rig)["refused"] == 300)
     }
