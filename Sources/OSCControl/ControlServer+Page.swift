@@ -62,6 +62,12 @@ extension ControlServer {
         guard holder else {
             throw PolicyError(.notPermitted, "only an osc.admin address or a holder of the page's key may change the key")
         }
+        // One write at a time: a flood of requests (UDP from an osc.admin address can be forged)
+        // queues no writes.
+        guard !rotatingPageKey else {
+            throw PolicyError(.general, "the page's key is being changed already; ask again once that is answered")
+        }
+        rotatingPageKey = true
         Self.keyWriter.async { [self] in
             let written: Result<Int, PageKeyFile.Failure>
             do throws(PageKeyFile.Failure) { written = .success(try page.rotate()) } catch { written = .failure(error) }
@@ -70,12 +76,14 @@ extension ControlServer {
     }
 
     private func finishRotation(_ written: Result<Int, PageKeyFile.Failure>, page: PageAccess, by peer: OSCServer.Peer, path: String) {
+        rotatingPageKey = false
         switch written {
         case let .success(generation):
             let revoked = Set(adminStreams.filter { $0.value < generation }.keys)
             adminStreams = adminStreams.filter { $0.value >= generation }
-            // Timed bundles only their old key allowed would otherwise still apply at their moment.
-            router.withdrawTimedChanges(authorizedBy: revoked, refusal: Self.keyRevoked)
+            // Timed bundles only an old key allowed would otherwise still apply at their moment,
+            // whether or not the WebSocket that sent them is still open.
+            router.withdrawTimedChanges(allowedByKeysBefore: generation, refusal: Self.keyRevoked)
             logger.notice("the page's key was changed: the old one grants nothing from now on",
                           metadata: ["by": "\(peer)", "WebSockets back to their address's rights": "\(revoked.count)"])
             sendReply(to: peer, path: path, [.string(page.file.path)])

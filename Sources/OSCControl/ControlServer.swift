@@ -130,6 +130,8 @@ public final class ControlServer: @unchecked Sendable {
     /// that key's generation (`PageAccess.rotate`): a person's rights, as an osc.admin address.
     /// Those of older keys are dropped when the key changes.
     var adminStreams: [Int: Int] = [:]
+    /// A new page key is being written (`rotatePageKey`): another request waits for none.
+    var rotatingPageKey = false
 
     /// The port the server listens on (UDP and TCP).
     public var port: UInt16 { server.port }
@@ -311,7 +313,8 @@ public final class ControlServer: @unchecked Sendable {
             }
         } else {
             do throws(RouterError) {
-                try router.perform(batch, atUnixTime: timetag.unixTime, keyStream: reliesOnKey(changes.map(\.command), peer) ? peer.connection : nil,
+                try router.perform(batch, atUnixTime: timetag.unixTime,
+                                   keyGeneration: reliesOnKey(changes.map(\.command), peer) ? adminStreams[peer.connection] : nil,
                                    completion: finish)
             } catch {
                 finishBundle(resolved, positions: positions, result: .failure(error), peer: peer)

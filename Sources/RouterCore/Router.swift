@@ -302,9 +302,9 @@ public final class Router: @unchecked Sendable {
     /// plan takes over at the JACK frame of that moment, sample-accurately. The changes are checked
     /// now against the current state (a refusal throws); `completion` gets the outcome when they
     /// apply. Moments in the past, or more than `schedulingHorizon` seconds ahead, apply at once.
-    /// `keyStream`: the stream whose control page key gave the right to make them, if one did
-    /// (`withdrawTimedChanges`).
-    public func perform(_ changes: [Change], atUnixTime time: Double, keyStream: Int? = nil,
+    /// `keyGeneration`: the generation of the control page's key that gave the right to make
+    /// them, if one did (`withdrawTimedChanges`).
+    public func perform(_ changes: [Change], atUnixTime time: Double, keyGeneration: Int? = nil,
                         completion: @escaping @Sendable (Result<[PolicyEffect], RouterError>) -> Void) throws(RouterError) {
         try onQueue { () throws(RouterError) in
             guard !stopped else { throw .stopped }
@@ -317,15 +317,14 @@ public final class Router: @unchecked Sendable {
             _ = try ChangeTransaction(changes, policy: policy, inventory: inventory,
                                       defaultChannelCount: defaultChannelCount, fromGraph: false)
             let frame = client.frameTime(atMicroseconds: client.microseconds &+ UInt64(delay * 1_000_000))
-            timed.insert(.init(changes: changes, frame: frame, completion: completion, keyStream: keyStream))
+            timed.insert(.init(changes: changes, frame: frame, completion: completion, keyGeneration: keyGeneration))
         }
     }
 
-    /// Drops the changes waiting for their moment that the keys of `streams` authorized (the
-    /// control page's key changed); their completions get `refusal`.
-    public func withdrawTimedChanges(authorizedBy streams: Set<Int>, refusal: PolicyError) {
-        guard !streams.isEmpty else { return }
-        let withdrawn = queue.sync { timed.take(authorizedBy: streams) }
+    /// Drops the changes waiting for their moment that a control page key older than
+    /// `generation` allowed (the key changed); their completions get `refusal`.
+    public func withdrawTimedChanges(allowedByKeysBefore generation: Int, refusal: PolicyError) {
+        let withdrawn = queue.sync { timed.take(allowedByKeysBefore: generation) }
         for entry in withdrawn { entry.completion(.failure(.policy(refusal))) }
     }
 

@@ -10,9 +10,10 @@ struct TimedChanges {
         var changes: [Router.Change]
         var frame: UInt32
         var completion: @Sendable (Result<[PolicyEffect], RouterError>) -> Void
-        /// The control page's key that gave the right to make them, by the stream that presented
-        /// it (nil: the sender's own rights did): withdrawn when that key is revoked.
-        var keyStream: Int?
+        /// The generation of the control page's key that gave the right to make them (nil: the
+        /// sender's own rights did): withdrawn when a newer key is made, whether or not the
+        /// stream that presented the old one is still open.
+        var keyGeneration: Int?
     }
 
     private var entries: [Entry] = []
@@ -34,10 +35,11 @@ struct TimedChanges {
         return due
     }
 
-    /// The entries whose changes a revoked stream's key authorized, taken out.
-    mutating func take(authorizedBy streams: Set<Int>) -> [Entry] {
-        let taken = entries.filter { $0.keyStream.map(streams.contains) == true }
-        entries.removeAll { $0.keyStream.map(streams.contains) == true }
+    /// The entries whose changes a key older than `generation` allowed, taken out.
+    mutating func take(allowedByKeysBefore generation: Int) -> [Entry] {
+        let revoked = { (entry: Entry) in entry.keyGeneration.map { $0 < generation } == true }
+        let taken = entries.filter(revoked)
+        entries.removeAll(where: revoked)
         return taken
     }
 

@@ -32,12 +32,38 @@ extension PageKeyTests {
         let owner = try Self.synthOwnedByAnother(rig)
         let before = try rig.query("/app/synth/volume")?.arguments
         let person = try Self.webSocket(rig, key: key)
-        let bundle = OSCCodec.encodeBundle([OSCMessage("/app/synth/volume", [.float(0.125)])],
-                                           timetag: OSCTimetag(unixTime: Date().timeIntervalSince1970 + 3))
-        _ = person.call("binary_hex", bundle.map { String(format: "%02x", $0) }.joined())
+        let moment = Date().addingTimeInterval(3)
+        Self.scheduleSynthVolume(0.125, at: moment, on: person)
         #expect(try ask(owner, OSCMessage("/page/key/rotate", [.string(key)]))?.path == "/reply")
         #expect(person.until(["osc": "/error", "args": ["/app/synth/volume", -5]], timeout: 6).matched, "the bundle is refused, not applied")
-        Thread.sleep(forTimeInterval: 0.5)   // past its moment: had it stayed, it would have applied by now
+        Thread.sleep(until: moment.addingTimeInterval(0.5))   // past its moment: had it stayed, it would have applied
         #expect(try rig.query("/app/synth/volume")?.arguments == before)
+    }
+
+    @Test("a timed bundle the page's key allowed is withdrawn when the key changes even after the WebSocket that sent it has closed")
+    func rotationWithdrawsBundlesOfClosedWebSockets() throws {
+        let rig = try OSCRig(http: true)
+        defer { rig.close() }
+        let key = try #require(rig.pageKey())
+        let owner = try Self.synthOwnedByAnother(rig)
+        let before = try rig.query("/app/synth/volume")?.arguments
+        let person = try Self.webSocket(rig, key: key)
+        let moment = Date().addingTimeInterval(3)
+        Self.scheduleSynthVolume(0.125, at: moment, on: person)
+        _ = person.call("close")
+        #expect(try ask(owner, OSCMessage("/page/key/rotate", [.string(key)]))?.path == "/reply")
+        Thread.sleep(until: moment.addingTimeInterval(0.5))   // past its moment: had it stayed, it would have applied
+        #expect(try rig.query("/app/synth/volume")?.arguments == before, "the bundle of a closed WebSocket applied after the key changed")
+    }
+
+    /// Sends a bundle setting synth's volume at `moment` over `person`'s WebSocket, and waits for
+    /// the answer to a `/ping` sent after it: the server takes a stream's packets in order, so the
+    /// bundle is scheduled by then (a rotation after it cannot overtake it).
+    static func scheduleSynthVolume(_ volume: Float, at moment: Date, on person: OSCQueryClient) {
+        let bundle = OSCCodec.encodeBundle([OSCMessage("/app/synth/volume", [.float(volume)])],
+                                           timetag: OSCTimetag(unixTime: moment.timeIntervalSince1970))
+        _ = person.call("binary_hex", bundle.map { String(format: "%02x", $0) }.joined())
+        person.osc("/ping")
+        #expect(person.until(["osc": "/reply", "args": ["/ping"]]).matched, "the bundle was taken before the rotation")
     }
 }
