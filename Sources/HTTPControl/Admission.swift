@@ -93,7 +93,7 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
             book.refused(address)
             return answer(context, Self.forbidden)
         }
-        let key = ConnectionBook.Key(host: parsed.host64Name, admin: rules.admin.contains { $0.port == nil && $0.contains(parsed.bytes, port: parsed.port) })
+        let key = ConnectionBook.Key(host: parsed.countedHostName, admin: rules.admin.contains { $0.port == nil && $0.contains(parsed.bytes, port: parsed.port) })
         switch book.admit(key, from: address) {
         case .admitted:
             slot = key

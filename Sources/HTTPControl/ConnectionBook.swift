@@ -69,9 +69,8 @@ final class ConnectionBook: Sendable {
         self.logger = logger
     }
 
-    /// What a connection is counted under against the cap per address: its host (an IPv4
-    /// address, an IPv6 /64: `SocketAddress.host64Name`), an osc.admin address's apart from the
-    /// others of its /64.
+    /// What a connection is counted under against the cap per address: its address
+    /// (`SocketAddress.countedHostName`), an osc.admin address's apart.
     struct Key: Hashable, Sendable {
         var host: String
         var admin: Bool

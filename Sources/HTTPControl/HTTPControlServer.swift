@@ -35,7 +35,7 @@ public final class HTTPControlServer: Sendable {
         public var admin: [NetworkRange] = []
         /// Limits that keep one client from holding memory or slots: a request body (GETs have none
         /// worth reading), the header block, header fields, connections admitted at once in all
-        /// and from one address (an IPv4 address, an IPv6 /64) (lowered at start by the descriptor
+        /// and from one address (lowered at start by the descriptor
         /// limit: `descriptorReserve`), and the slots beyond the total that only `admin` addresses
         /// may take, so that allowed peers holding every other slot never lock an admin out.
         public var maximumBodyBytes = 1024

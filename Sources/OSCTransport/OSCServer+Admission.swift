@@ -9,9 +9,8 @@ import Glibc
 /// when the descriptor limit leaves less beyond the reserve, `DescriptorBudget`), at most
 /// `maximumConnectionsPerAddress` of them from its address; over either it is turned away the same
 /// way. Beyond these, `adminReserve` slots are kept for peers `isAdmin` accepts (osc.admin), so
-/// that allowed peers holding every other slot never lock an admin out. A host is counted per
-/// IPv4 address or IPv6 /64 (`SocketAddress.host64`), and an admin's connections apart from the
-/// others of its /64. A connection must deliver a complete packet within `packetTimeout` of its accept, and
+/// that allowed peers holding every other slot never lock an admin out. A host is counted by its
+/// address (`SocketAddress.countedHost`), an admin's connections apart. A connection must deliver a complete packet within `packetTimeout` of its accept, and
 /// finish each packet it begins within `packetTimeout`, or it is closed; one that has sent a
 /// packet and holds no partial one is kept however long it is quiet (a surface that only listens
 /// to notifications), and TCP keep-alive finds one whose host has gone. Each closing is logged
@@ -115,12 +114,12 @@ extension OSCServer {
     }
 
     /// Why a peer at `address` may not connect now (nil: it may), and the key it is counted under
-    /// per address (its IPv4 address or IPv6 /64, an admin's apart).
+    /// per address (an admin's apart).
     private func rejection(of address: SocketAddress, countedAs: inout [UInt8], fd: Int32, soft: Int, limit: Int) -> Rejection? {
         if !admits(address) { return .notAllowed }
         if DescriptorBudget.isInReserve(fd, soft: soft) { return .outOfDescriptors }
         let admin = isAdmin(address)
-        countedAs = address.host64 + (admin ? [1] : [])
+        countedAs = address.countedHost + (admin ? [1] : [])
         if inboundCount >= limit + (admin ? max(0, configuration.adminReserve) : 0) { return .tooMany(limit: limit) }
         let perAddress = configuration.maximumConnectionsPerAddress
         if inboundByHost[countedAs, default: 0] >= perAddress { return .tooManyFromAddress(limit: perAddress) }

@@ -30,8 +30,8 @@ public final class OSCServer: @unchecked Sendable {
         /// UDP and TCP port; 0 picks a free one (the same number for both).
         public var port: UInt16 = 9951
         /// TCP peers admitted at once, in all (fewer when the descriptor limit leaves less beyond
-        /// its reserve: `DescriptorBudget`) and from one address (an IPv4 address, an IPv6 /64:
-        /// `SocketAddress.host64`) (OSCServer+Admission.swift).
+        /// its reserve: `DescriptorBudget`) and from one address (`SocketAddress.countedHost`)
+        /// (OSCServer+Admission.swift).
         public var maximumConnections = 64
         public var maximumConnectionsPerAddress = 32
         /// Slots beyond `maximumConnections` that only peers `isAdmin` accepts may take, so that

@@ -81,15 +81,13 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
 
     var family: Int32 { isIPv6 ? AF_INET6 : AF_INET }
 
-    /// The part of the address that connection caps count as one host: all of an IPv4 address
-    /// (an IPv4-mapped IPv6 one is IPv4), the first 64 bits (the network) of an IPv6 one, since a
-    /// single IPv6 host may use any address of its /64.
-    public var host64: [UInt8] { isIPv6 ? Array(bytes.prefix(8)) : bytes }
+    /// What connection caps count as one host: the whole address (an IPv4-mapped IPv6 one as
+    /// its IPv4 address). Not an IPv6 /64: every host on a venue's network shares its /64 (and
+    /// every link-local address fe80::/64), so one host over its share would lock out the rest.
+    public var countedHost: [UInt8] { bytes }
 
-    /// `host64` as text: "192.0.2.7", or "2001:db8:1:2::/64".
-    public var host64Name: String {
-        isIPv6 ? SocketAddress.numericHost(host64 + [UInt8](repeating: 0, count: 8)) + "/64" : host
-    }
+    /// `countedHost` as text: "192.0.2.7", "2001:db8:1:2::5".
+    public var countedHostName: String { host }
 }
 
 /// An OSC URL: `osc.udp://host:port/` or `osc.tcp://host:port/` (liblo's spelling).
