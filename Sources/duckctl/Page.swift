@@ -33,7 +33,11 @@ extension DuckCtl {
                 guard let router = ThisMachine.address(of: connection.host) else {
                     throw Failure(message: "\(connection.host) is not this machine: duckctl page reads the router's key from this machine's disk, so it asks only a router here (run it on the router's machine)", code: 1)
                 }
-                let values = try connection.call(OSCMessage("/page"))
+                // The address checked is the one asked: the name is not looked up a second time
+                // (an answer that changed between two look-ups could send the key elsewhere).
+                var pinned = connection
+                pinned.host = router.host
+                let values = try pinned.call(OSCMessage("/page"))
                 if values.count == 1 {
                     throw Failure(message: "the router names its key file only to a peer on loopback or an osc.admin address: ask it at 127.0.0.1 (--host 127.0.0.1, or ::1)", code: 1)
                 }
@@ -46,7 +50,7 @@ extension DuckCtl {
                     // loopback: to another of this machine's addresses the request goes without it,
                     // and only an osc.admin address is granted it.
                     let current = router.isLoopback ? try Self.key(in: file) : nil
-                    _ = try connection.call(OSCMessage("/page/key/rotate", current.map { [.string($0)] } ?? []))
+                    _ = try pinned.call(OSCMessage("/page/key/rotate", current.map { [.string($0)] } ?? []))
                 }
                 let link = PageKeyFile.link(address: address, key: try Self.key(in: file))
                 print(link)
