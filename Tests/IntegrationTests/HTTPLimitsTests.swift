@@ -230,12 +230,12 @@ struct HTTPLimitsTests {
         let rig = try OSCRig(osc: #", "allow": ["127.0.0.0/26"]"#, http: true)
         defer { rig.close() }
         let oscThread = try #require(ProcessLimits.thread(named: "duckrouter.osc", of: rig.daemon.processIdentifier))
-        /// The OSC thread waits on a lock (futex, 202): for the control queue, since it handles a
+        /// The OSC thread waits on a lock (the futex system call): for the control queue, since it handles a
         /// request there; otherwise it waits in poll.
         func oscThreadWaitsForTheQueue() -> Bool {
             (0..<3).allSatisfy { _ in
                 usleep(5000)
-                return ProcessLimits.blockedIn(rig.daemon.processIdentifier, oscThread) == 202
+                return ProcessLimits.blockedIn(rig.daemon.processIdentifier, oscThread) == ProcessLimits.futexCall
             }
         }
         #expect(!oscThreadWaitsForTheQueue(), "the OSC thread waits for the control queue before the test holds it")

@@ -324,6 +324,13 @@ enum ProcessLimits {
 
     /// The system call the thread is blocked in (x86-64 numbering; /proc's `syscall` file's
     /// first field), nil when it runs or cannot be read.
+    /// The futex system call's number (Glibc does not export SYS_futex to Swift).
+    #if arch(arm64)
+    static let futexCall = 98
+    #else
+    static let futexCall = 202
+    #endif
+
     static func blockedIn(_ pid: pid_t, _ tid: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/syscall", encoding: .utf8) else { return nil }
         return text.split(separator: " ").first.flatMap { Int($0) }

@@ -76,7 +76,7 @@ struct ServerRestartTests {
             recorder.close()
             server.stop()
             try? FileManager.default.removeItem(at: sessionFile)
-            try? FileManager.default.removeItem(at: stateFile)
+            removeStateFiles(stateFile)
             try? FileManager.default.removeItem(at: logFile)
         }
 
