@@ -284,7 +284,12 @@ struct HTTPLimitsTests {
         #expect(statuses == Array(repeating: 200, count: count), "\(statuses)")
     }
 
-    @Test("at the descriptor limit the accept loop backs off instead of spinning; once descriptors are free again, a waiting peer is served")
+    // jackd only: lowered under a running daemon to 4 above what it holds, its limit leaves
+    // PipeWire's libjack no descriptor of its own, and in one full PipeWire pass in four the daemon
+    // did not survive it (docs/RELIABILITY.md, "Descriptor budget"; the reserve keeps a daemon
+    // from getting there by connections).
+    @Test("at the descriptor limit the accept loop backs off instead of spinning; once descriptors are free again, a waiting peer is served",
+          .enabled(if: JackServer.Implementation.current == .jackd, "jackd only: PipeWire's libjack needs descriptors of its own"))
     func acceptBackoffAtLimit() throws {
         let rig = try OSCRig(osc: #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32", "127.0.0.4/30"]"#, http: true)
         defer { rig.close() }
