@@ -24,8 +24,9 @@ extension PageKeyTests {
         #expect(try rig.query("/ping")?.path == "/reply")
     }
 
-    @Test("a timed bundle that only the page's key allowed (another's app) is withdrawn when the key changes before its moment: -5, and it never applies")
-    func rotationWithdrawsTimedBundles() throws {
+    @Test("a timed bundle that only the page's key allowed (another's app) is withdrawn when the key changes before its moment: -5, and it never applies; also once the WebSocket that sent it has closed",
+          arguments: [false, true])
+    func rotationWithdrawsTimedBundles(closedFirst: Bool) throws {
         let rig = try OSCRig(http: true)
         defer { rig.close() }
         let key = try #require(rig.pageKey())
@@ -34,26 +35,13 @@ extension PageKeyTests {
         let person = try Self.webSocket(rig, key: key)
         let moment = Date().addingTimeInterval(3)
         Self.scheduleSynthVolume(0.125, at: moment, on: person)
+        if closedFirst { _ = person.call("close") }
         #expect(try ask(owner, OSCMessage("/page/key/rotate", [.string(key)]))?.path == "/reply")
-        #expect(person.until(["osc": "/error", "args": ["/app/synth/volume", -5]], timeout: 6).matched, "the bundle is refused, not applied")
+        if !closedFirst {
+            #expect(person.until(["osc": "/error", "args": ["/app/synth/volume", -5]], timeout: 6).matched, "the bundle is refused, not applied")
+        }
         Thread.sleep(until: moment.addingTimeInterval(0.5))   // past its moment: had it stayed, it would have applied
-        #expect(try rig.query("/app/synth/volume")?.arguments == before)
-    }
-
-    @Test("a timed bundle the page's key allowed is withdrawn when the key changes even after the WebSocket that sent it has closed")
-    func rotationWithdrawsBundlesOfClosedWebSockets() throws {
-        let rig = try OSCRig(http: true)
-        defer { rig.close() }
-        let key = try #require(rig.pageKey())
-        let owner = try Self.synthOwnedByAnother(rig)
-        let before = try rig.query("/app/synth/volume")?.arguments
-        let person = try Self.webSocket(rig, key: key)
-        let moment = Date().addingTimeInterval(3)
-        Self.scheduleSynthVolume(0.125, at: moment, on: person)
-        _ = person.call("close")
-        #expect(try ask(owner, OSCMessage("/page/key/rotate", [.string(key)]))?.path == "/reply")
-        Thread.sleep(until: moment.addingTimeInterval(0.5))   // past its moment: had it stayed, it would have applied
-        #expect(try rig.query("/app/synth/volume")?.arguments == before, "the bundle of a closed WebSocket applied after the key changed")
+        #expect(try rig.query("/app/synth/volume")?.arguments == before, "the bundle applied after the key changed (WebSocket closed first: \(closedFirst))")
     }
 
     /// Sends a bundle setting synth's volume at `moment` over `person`'s WebSocket, and waits for
