@@ -43,15 +43,29 @@ struct RemoteRouteTests {
             }
         }
 
-        /// jack_connect on the stage box's server. jack_thru patches itself to physical ports when
-        /// it starts (netadapter's are), so a connection can already be there: that is no failure,
-        /// and jack_lsp says whether it is.
+        /// jack_connect on the stage box's server, until jack_lsp shows the connection. jack_thru
+        /// patches itself to physical ports when it starts (netadapter's are), so a connection can
+        /// already be there; and it registers its ports before it activates, while JACK2 refuses
+        /// to connect an inactive client's ports ("Cannot connect ports owned by inactive
+        /// clients"), so a first attempt can fail although the next one works.
         static func connect(_ source: String, _ destination: String, on server: String) throws {
-            do {
-                try Tool.run("/usr/bin/jack_connect", ["-s", server, source, destination])
-            } catch {
+            var lastError: Error?
+            func connected() -> Bool {
                 let listing = (try? Tool.output("/usr/bin/jack_lsp", ["-s", server, "-c", source]))?.text ?? ""
-                guard listing.split(separator: "\n").contains(where: { $0.trimmingCharacters(in: .whitespaces) == destination }) else { throw error }
+                return listing.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == destination }
+            }
+            do {
+                try waitFor("\(source) connected to \(destination)", timeout: 5) {
+                    do {
+                        try Tool.run("/usr/bin/jack_connect", ["-s", server, source, destination])
+                        return true
+                    } catch {
+                        lastError = error
+                        return connected()
+                    }
+                }
+            } catch {
+                throw lastError ?? error
             }
         }
 
