@@ -205,3 +205,23 @@ extension PolicyState {
         return ducks
     }
 }
+
+extension [DuckingRule] {
+    /// These rules with `rule` in place of the one for its pair and route, or after them when
+    /// there is none: what `/duck/rule` does to the rules in force, and to a reload's rules that
+    /// wait for a restart.
+    public func setting(_ rule: DuckingRule) -> [DuckingRule] {
+        var rules = self
+        if let index = rules.lastIndex(where: { $0.matches(ducker: rule.ducker, ducked: rule.ducked, route: rule.route) }) {
+            rules[index] = rule
+        } else {
+            rules.append(rule)
+        }
+        return rules
+    }
+
+    /// These rules without the one for that pair and route (nil: the rule for every route).
+    public func removing(ducker: String, ducked: String, route: String?) -> [DuckingRule] {
+        filter { !$0.matches(ducker: ducker, ducked: ducked, route: route) }
+    }
+}

@@ -260,18 +260,13 @@ private struct Transition {
             if let ducker = state.app(rule.ducker), !ducker.configuration.ducksOthers {
                 throw PolicyError(.badArgument, "ducking rule \(rule.ducker) → \(rule.ducked): '\(rule.ducker)' does not duck others (its category has no duckOthers option), so the rule would never apply")
             }
-            var rules = state.ducking.rules
-            if let index = rules.lastIndex(where: { $0.matches(ducker: rule.ducker, ducked: rule.ducked, route: rule.route) }) {
-                rules[index] = rule
-            } else {
-                rules.append(rule)
-            }
+            let rules = state.ducking.rules.setting(rule)
             guard rules != state.ducking.rules else { return }
             state.ducking.rules = rules
             save = true
         case let .removeDuckingRule(ducker, ducked, route):
             if let route { try checkRoute(route) }
-            let rules = state.ducking.rules.filter { !$0.matches(ducker: ducker, ducked: ducked, route: route) }
+            let rules = state.ducking.rules.removing(ducker: ducker, ducked: ducked, route: route)
             guard rules.count < state.ducking.rules.count else { throw .noDuckingRule(ducker: ducker, ducked: ducked, route: route) }
             state.ducking.rules = rules
             save = true

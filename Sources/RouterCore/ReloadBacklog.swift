@@ -6,9 +6,10 @@ import SessionStore
 /// ducking rule on a route the file added). The restart reads the file, so each applies then, as
 /// long as the state file does not hold the running value over it: `laid(over:)` puts in the
 /// saved state what the waiting steps set, so a save never keeps the value they were to replace
-/// as a change made at run time. A change made at run time of what a step sets ends its wait
-/// (the run-time change wins, as it does over any value of the file), and removing an app ends
-/// the wait of every step about it.
+/// as a change made at run time. A change made at run time of all a step sets ends its wait
+/// (the run-time change wins, as it does over any value of the file); one of a part of it (a
+/// single ducking rule, an app's category) goes into the step, which waits on; removing an app
+/// ends the wait of every step about it.
 ///
 /// Owns: the list. Pure; a field of the router, control queue only.
 struct ReloadBacklog: Equatable {
@@ -22,6 +23,9 @@ struct ReloadBacklog: Equatable {
         var event: PolicyEvent?
         /// The app it is about (nil: none): it goes with the app.
         var app: String?
+        /// Whether a change made at run time set a part of it (`runTimeChange`): the restart
+        /// must then find the edited value, not the file's.
+        var editedAtRunTime = false
 
         init(subject: String, reason: String, event: PolicyEvent?, app: String? = nil) {
             self.subject = subject
@@ -65,17 +69,75 @@ struct ReloadBacklog: Equatable {
         return gone
     }
 
-    /// The subjects of the steps that a change made at run time (`event`) takes the place of.
-    static func subjects(setBy event: PolicyEvent) -> [String] {
+    /// What a change made at run time did to a waiting step.
+    enum RunTimeOutcome: Equatable {
+        /// It set all the step was to set: the step no longer waits (the run-time change wins,
+        /// as it does over any value of the file).
+        case ended(Step)
+        /// It set a part of it (one ducking rule, an app's category or remote commands): the
+        /// part goes into the step, which waits on with the rest of the file's value.
+        case edited(subject: String)
+
+        var subject: String {
+            switch self {
+            case let .ended(step): step.subject
+            case let .edited(subject): subject
+            }
+        }
+    }
+
+    /// A change made at run time (`event`, one that stood): the step it takes the place of ends
+    /// its wait; the step of which it sets a part takes that part and waits on, so that neither
+    /// the change nor the rest of the file's value is lost at the restart.
+    mutating func runTimeChange(_ event: PolicyEvent) -> [RunTimeOutcome] {
+        if let subject = Self.subject(replacedBy: event) {
+            return applied(subject: subject).map { [.ended($0)] } ?? []
+        }
+        guard let subject = Self.subject(editedBy: event),
+              let index = steps.firstIndex(where: { $0.subject == subject }),
+              let edited = Self.edit(steps[index].event, with: event) else { return [] }
+        steps[index].event = edited
+        steps[index].editedAtRunTime = true
+        return [.edited(subject: subject)]
+    }
+
+    /// The subject of the step a change made at run time sets all of (nil: none).
+    private static func subject(replacedBy event: PolicyEvent) -> String? {
         switch event {
         case .setDucking, .setDuckingRules, .register, .setChannelMap, .setActivation, .setAppVolume, .setSystemVolume:
-            [subject(of: event, label: "")]
-        case .setDuckingRule, .removeDuckingRule:
-            [subject(of: .setDuckingRules([]), label: "")]
-        case let .setCategory(app, _, _, _), let .setRemoteCommands(app, _):
-            [subject(of: .register(AppConfiguration(name: app)), label: "")]
+            subject(of: event, label: "")
         default:
-            []
+            nil
+        }
+    }
+
+    /// The subject of the step a change made at run time sets a part of (nil: none).
+    private static func subject(editedBy event: PolicyEvent) -> String? {
+        switch event {
+        case .setDuckingRule, .removeDuckingRule:
+            subject(of: .setDuckingRules([]), label: "")
+        case let .setCategory(app, _, _, _), let .setRemoteCommands(app, _):
+            subject(of: .register(AppConfiguration(name: app)), label: "")
+        default:
+            nil
+        }
+    }
+
+    /// A waiting step's change with the part a run-time change set (nil: it sets none of it).
+    private static func edit(_ waiting: PolicyEvent?, with change: PolicyEvent) -> PolicyEvent? {
+        switch (waiting, change) {
+        case let (.setDuckingRules(rules)?, .setDuckingRule(rule)):
+            return .setDuckingRules(rules.setting(rule))
+        case let (.setDuckingRules(rules)?, .removeDuckingRule(ducker, ducked, route)):
+            return .setDuckingRules(rules.removing(ducker: ducker, ducked: ducked, route: route))
+        case (.register(var configuration)?, let .setCategory(_, category, options, mode)):
+            (configuration.category, configuration.options, configuration.mode) = (category, options, mode)
+            return .register(configuration)
+        case (.register(var configuration)?, let .setRemoteCommands(_, commands)):
+            configuration.remoteCommands = commands
+            return .register(configuration)
+        default:
+            return nil
         }
     }
 
@@ -122,14 +184,15 @@ struct ReloadBacklog: Equatable {
             guard let index = state.apps.firstIndex(where: { $0.name == name }) else { return }
             change(&state.apps[index])
         }
-        for event in steps.compactMap(\.event) {
+        for step in steps {
+            guard let event = step.event else { continue }
             switch event {
             case let .setDucking(.level(value)): state.ducking.level = value
             case let .setDucking(.attack(value)): state.ducking.attack = value
             case let .setDucking(.release(value)): state.ducking.release = value
             case .setDucking(.target): state.ducking.target = nil
             case .setDucking(.floor): state.ducking.floor = nil
-            case .setDuckingRules: state.ducking.rules = nil
+            case let .setDuckingRules(rules): state.ducking.rules = step.editedAtRunTime ? rules.map(SavedState.Ducking.Rule.init) : nil
             case let .setAppVolume(name, volume):
                 if case let .position(position) = volume { state.appVolumes[name] = position } else { state.appVolumes[name] = nil }
             case let .setSystemVolume(route, volume):

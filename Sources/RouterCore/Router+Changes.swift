@@ -99,22 +99,27 @@ extension Router {
     }
 
     /// What a change that stands does to the reload steps waiting for a restart: one made at run
-    /// time of what a step sets takes its place (a run-time change wins over the file's value,
-    /// the waiting one too), and an app removed takes the steps about it along.
+    /// time of all a step sets takes its place (a run-time change wins over the file's value,
+    /// the waiting one too), one of a part of it goes into the step (`ReloadBacklog.runTimeChange`),
+    /// and an app removed takes the steps about it along.
     private func followBacklog(_ changes: [Change], effects: [PolicyEffect], runTime: Bool) {
         guard !reloadBacklog.steps.isEmpty else { return }
         if runTime {
-            for subject in changes.flatMap({ ReloadBacklog.subjects(setBy: $0.event) }) {
-                guard let step = reloadBacklog.applied(subject: subject) else { continue }
-                // The file's value is now the one the step was to set: the running one is saved
-                // where it differs from that.
-                switch step.event {
-                case let .setDucking(.target(value)): fileDucking?.target = value
-                case let .setDucking(.floor(value)): fileDucking?.floor = value
-                case let .setDuckingRules(rules): fileDucking?.rules = rules
-                default: break
+            for outcome in changes.flatMap({ reloadBacklog.runTimeChange($0.event) }) {
+                switch outcome {
+                case let .ended(step):
+                    // The file's value is now the one the step was to set: the running one is
+                    // saved where it differs from that.
+                    switch step.event {
+                    case let .setDucking(.target(value)): fileDucking?.target = value
+                    case let .setDucking(.floor(value)): fileDucking?.floor = value
+                    case let .setDuckingRules(rules): fileDucking?.rules = rules
+                    default: break
+                    }
+                    logger.notice("\(step.subject) changed at run time: the reload's step that waited for a restart is dropped, the change made now stands")
+                case let .edited(subject):
+                    logger.notice("a change made at run time also applies to the reload's \(subject), which still wait\(subject.hasSuffix("rules") ? "" : "s") for a restart")
                 }
-                logger.notice("\(subject) changed at run time: the reload's step that waited for a restart is dropped, the change made now stands")
             }
         }
         for case let .appRemoved(name) in effects {

@@ -262,7 +262,7 @@ struct ReloadTests {
         #expect(router.reloadPending == ["routes changed: restart to apply"])
     }
 
-    @Test("a rule set at run time while a reload's rules wait for a restart wins, as any run-time change over the file: the wait ends (log, /state), the save keeps the run-time rule, and the restart brings it")
+    @Test("a rule set at run time while a reload's rules wait for a restart applies now and to the waiting rules: the wait goes on (log, /state), the save keeps both the file's rule and the run-time one, and the restart brings both")
     func runTimeRuleOverWaitingRules() throws {
         let rig = try OSCRig()
         defer { rig.close() }
@@ -271,14 +271,19 @@ struct ReloadTests {
         #expect(try waiting().count == 1)
 
         #expect(try rig.query("/duck/rule", [.string("nav"), .string("music"), .string(""), .string("level"), .float(-25)])?.path == "/reply")
-        #expect(try waiting() == [], "the run-time rule takes the waiting step's place")
+        #expect(try waiting().count == 1, "the file's rule on route line still waits for the restart")
+        let running = Self.rules(try rig.settings())
+        #expect(running.count == 1 && running.first?["level"] as? Double == -25, "the run-time rule applies now: \(running)")
         try waitFor("the save to keep the run-time rule", timeout: 5) { rig.savedState()?.ducking.rules?.contains { $0.level == -25 } == true }
-        #expect(rig.log.contains("ducking rules changed at run time"), "\(rig.log)")
+        let saved = rig.savedState()?.ducking.rules ?? []
+        #expect(saved.contains { $0.route == "line" && $0.level == -30 }, "the save keeps the file's waiting rule: \(saved)")
+        #expect(rig.log.contains("also applies to the reload's ducking rules"), "\(rig.log)")
 
         try rig.killAndRestart()
         let rules = Self.rules(try rig.settings())
-        #expect(rules.contains { $0["ducker"] as? String == "nav" && $0["ducked"] as? String == "music" && $0["level"] as? Double == -25 },
+        #expect(rules.contains { $0["ducker"] as? String == "nav" && $0["ducked"] as? String == "music" && ($0["route"] as? String) == nil && $0["level"] as? Double == -25 },
                 "\(rules)\n\(rig.log)")
+        #expect(rules.contains { $0["route"] as? String == "line" && $0["level"] as? Double == -30 }, "the file's rule is not lost: \(rules)\n\(rig.log)")
     }
 }
 

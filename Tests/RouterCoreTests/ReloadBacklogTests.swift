@@ -43,25 +43,68 @@ struct ReloadBacklogTests {
         #expect(backlog.laid(over: Self.saved).ducking.rules == [] && backlog.laid(over: Self.saved).apps == Self.saved.apps)
     }
 
-    @Test("a change made at run time names the steps it takes the place of; removing an app drops every step about it")
+    @Test("a change made at run time of a whole setting ends the wait of the step that sets it; removing an app drops every step about it")
     func runTimeChangesAndRemovals() {
         let rule = DuckingRule(ducker: "nav", ducked: "music", level: -25)
-        #expect(ReloadBacklog.subjects(setBy: .setDuckingRule(rule)) == ["ducking rules"])
-        #expect(ReloadBacklog.subjects(setBy: .removeDuckingRule(ducker: "nav", ducked: "music", route: nil)) == ["ducking rules"])
-        #expect(ReloadBacklog.subjects(setBy: .setChannelMap(app: "music", nil)) == ["channel map of 'music'"])
-        #expect(ReloadBacklog.subjects(setBy: .setCategory(app: "music", category: .playback, options: [], mode: .default))
-                    == ["configuration of 'music'"])
-        #expect(ReloadBacklog.subjects(setBy: .activate(app: "music")) == [], "activating is no setting a step waits to make")
-
         var backlog = ReloadBacklog()
         for event: PolicyEvent in [.register(AppConfiguration(name: "music", category: .playback)), .setChannelMap(app: "music", nil),
-                                   .setDuckingRules([rule])] {
+                                   .setDuckingRules([rule]), .setAppVolume(app: "music", .position(0.2))] {
             backlog.refused(.init(subject: ReloadBacklog.subject(of: event, label: "x"), reason: "refused", event: event))
         }
+        #expect(backlog.runTimeChange(.activate(app: "music")) == [], "activating is no setting a step waits to make")
+        #expect(backlog.runTimeChange(.setAppVolume(app: "music", .position(0.7))).map(\.subject) == ["volume of 'music'"])
+        #expect(backlog.runTimeChange(.setAppVolume(app: "music", .position(0.7))) == [], "that wait has ended")
         backlog.refused(.init(subject: "app 'game'", reason: "refused", event: nil, app: "game"))
         #expect(backlog.appRemoved("music") == ["configuration of 'music'", "channel map of 'music'"])
         #expect(backlog.appRemoved("game") == ["app 'game'"])
         #expect(backlog.steps.map(\.subject) == ["ducking rules"])
+    }
+
+    @Test("one ducking rule set or removed at run time while the file's rules wait: the edit goes into the waiting list, which keeps waiting, and the save keeps the merged list (not the file's, not the running one)")
+    func runTimeRuleEditsTheWaitingRules() throws {
+        let line = DuckingRule(ducker: "nav", ducked: "music", route: "line", level: -30)
+        let old = DuckingRule(ducker: "mic", ducked: "music", level: -10)
+        var backlog = ReloadBacklog()
+        backlog.refused(.init(subject: "ducking rules", reason: "no route named 'line'", event: .setDuckingRules([old, line])))
+        #expect(backlog.laid(over: Self.saved).ducking.rules == nil, "unedited: the file's rules stand at the restart")
+
+        let everywhere = DuckingRule(ducker: "nav", ducked: "music", level: -25)
+        let outcome = backlog.runTimeChange(.setDuckingRule(everywhere))
+        #expect(outcome == [.edited(subject: "ducking rules")])
+        #expect(backlog.steps.count == 1, "the file's rule on line still waits")
+        let merged = try #require(backlog.laid(over: Self.saved).ducking.rules)
+        #expect(merged == [old, line, everywhere].map(SavedState.Ducking.Rule.init))
+
+        // A rule of the file changed, one removed: both go into the waiting list.
+        _ = backlog.runTimeChange(.setDuckingRule(DuckingRule(ducker: "nav", ducked: "music", route: "line", level: -12)))
+        _ = backlog.runTimeChange(.removeDuckingRule(ducker: "mic", ducked: "music", route: nil))
+        #expect(backlog.laid(over: Self.saved).ducking.rules
+                    == [DuckingRule(ducker: "nav", ducked: "music", route: "line", level: -12), everywhere].map(SavedState.Ducking.Rule.init))
+
+        // The whole list set at run time ends the wait.
+        let ended = backlog.runTimeChange(.setDuckingRules([]))
+        guard case let .ended(step)? = ended.first, ended.count == 1 else { Issue.record("\(ended)"); return }
+        #expect(step.subject == "ducking rules" && step.editedAtRunTime)
+        #expect(backlog.steps.isEmpty)
+    }
+
+    @Test("a category or remote commands set at run time while the file's configuration of that app waits: the edit goes into the waiting configuration, the rest of it (resume, activation) still comes from the file")
+    func runTimeCategoryEditsTheWaitingConfiguration() {
+        var configuration = AppConfiguration(name: "music", category: .playback)
+        configuration.resume = .auto
+        configuration.remoteCommands = [.play]
+        var backlog = ReloadBacklog()
+        backlog.refused(.init(subject: "configuration of 'music'", reason: "refused", event: .register(configuration)))
+
+        #expect(backlog.runTimeChange(.setCategory(app: "music", category: .multiRoute, options: [.mixWithOthers], mode: .spokenAudio))
+                    == [.edited(subject: "configuration of 'music'")])
+        #expect(backlog.runTimeChange(.setRemoteCommands(app: "music", [.pause, .play])).count == 1)
+        #expect(backlog.runTimeChange(.setCategory(app: "game", category: .ambient, options: [], mode: .default)) == [], "another app's")
+        let app = backlog.laid(over: Self.saved).apps.first
+        #expect(app?.category == "multiRoute" && app?.options == ["mixWithOthers"] && app?.mode == "spokenAudio")
+        #expect(app?.remote == ["pause", "play"])
+        #expect(app?.resume == configuration.resume.rawValue, "the file's resume still comes at the restart")
+        #expect(backlog.steps.map(\.subject) == ["configuration of 'music'"])
     }
 }
 
