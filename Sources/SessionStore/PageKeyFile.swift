@@ -35,16 +35,24 @@ public struct PageKeyFile: Sendable {
         return Self.isWellFormed(text) ? text : nil
     }
 
-    /// Refuses a file that cannot be a router's key file for this user, as `duckctl page` checks
-    /// the one a router names before it reads it: the path must be absolute and end in
-    /// `.page-key`, and the file must be a regular file (not a link) of this user's, mode 0600,
-    /// as the router keeps it. A peer that answers in the router's place cannot have another of
-    /// the user's files read and shown.
-    public func checkIsKeyFile() throws(Failure) {
+    /// The key in a file that can be a router's key file for this user, as `duckctl page` reads
+    /// the one a router names: the path must be absolute and end in `.page-key`, and the file
+    /// must be a regular file (not a link) of this user's, mode 0600, as the router keeps it. A
+    /// peer that answers in the router's place cannot have another of the user's files read and
+    /// shown. The checks are made on the file opened (O_NOFOLLOW, then fstat), not on its name
+    /// before it is opened, so a file swapped in between is not read either; a FIFO or device
+    /// does not block the open. Nil when the file holds no key.
+    public func loadKeyFile() throws(Failure) -> String? {
         guard path.hasPrefix("/") else { throw Failure(description: "\(path): not an absolute path; a key file is named by one") }
         guard path.hasSuffix(".page-key") else { throw Failure(description: "\(path): a key file's name ends in .page-key") }
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard descriptor >= 0 else {
+            if errno == ELOOP { throw Failure(description: "\(path): not a regular file (a link, a folder or a device)") }
+            throw Failure(description: "\(path): cannot read the page's key: \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
         var status = stat()
-        guard lstat(path, &status) == 0 else {
+        guard fstat(descriptor, &status) == 0 else {
             throw Failure(description: "\(path): cannot read the page's key: \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { throw Failure(description: "\(path): not a regular file (a link, a folder or a device)") }
@@ -52,6 +60,18 @@ public struct PageKeyFile: Sendable {
         guard status.st_mode & 0o777 == 0o600 else {
             throw Failure(description: "\(path): mode \(String(status.st_mode & 0o777, radix: 8)), not 0600 as the router keeps it")
         }
+        // A key is at most 128 characters and a newline: more than a page is no key file.
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var count = 0
+        while count < buffer.count {
+            let got = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + count, $0.count - count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw Failure(description: "\(path): cannot read the page's key: \(String(cString: strerror(errno)))") }
+            if got == 0 { break }
+            count += got
+        }
+        let text = String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Self.isWellFormed(text) ? text : nil
     }
 
     /// Writes `key` atomically, readable by this user only.

@@ -63,8 +63,7 @@ extension DuckCtl {
         static func key(in file: PageKeyFile) throws -> String {
             let key: String?
             do throws(PageKeyFile.Failure) {
-                try file.checkIsKeyFile()
-                key = try file.load()
+                key = try file.loadKeyFile()
             } catch {
                 throw Failure(message: "\(error) (duckctl page reads the key where the router keeps it: run it as the router's user, on its machine)", code: 1)
             }

@@ -73,6 +73,38 @@ struct PageKeyFileTests {
         #expect(try file.load() == replaced.key)
     }
 
+    @Test("loadKeyFile checks the file it opened: a link to a good key file, a FIFO (without blocking), a loose mode, a relative path are refused; the router's own file is read")
+    func loadKeyFileChecksWhatItOpens() throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let good = PageKeyFile(path: folder.appendingPathComponent("good.page-key").path)
+        let (key, _) = try good.loadOrMake()
+        #expect(try good.loadKeyFile() == key)
+
+        func refusal(_ file: PageKeyFile) -> String {
+            do {
+                _ = try file.loadKeyFile()
+                return "read"
+            } catch {
+                #expect(!error.description.contains(key), "\(error)")
+                return error.description
+            }
+        }
+        let link = PageKeyFile(path: folder.appendingPathComponent("link.page-key").path)
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: good.path)
+        #expect(refusal(link).contains("not a regular file"))
+        let fifo = PageKeyFile(path: folder.appendingPathComponent("fifo.page-key").path)
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        #expect(refusal(fifo).contains("not a regular file"), "refused at once, no writer awaited")
+        let loose = PageKeyFile(path: folder.appendingPathComponent("loose.page-key").path)
+        try good.save(key)
+        try FileManager.default.copyItem(atPath: good.path, toPath: loose.path)
+        chmod(loose.path, 0o640)
+        #expect(refusal(loose).contains("mode 640, not 0600"))
+        #expect(refusal(PageKeyFile(path: "good.page-key")).contains("not an absolute path"))
+        #expect(refusal(PageKeyFile(path: folder.appendingPathComponent("missing.page-key").path)).contains("No such file"))
+    }
+
     @Test("a key that cannot be written says where and why, and never what")
     func unwritable() throws {
         let file = PageKeyFile(path: "/proc/duckrouter-no-such-folder/s.page-key")
