@@ -15,18 +15,25 @@ struct HTTPLimitsTests {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
-    /// The daemon's connections on IPv4 `port` that are established with nothing left unread in
-    /// them (/proc/net/tcp): requests it has read.
+    /// The daemon's connections on `port` that have received bytes and left none of them
+    /// unread (`ss -ti`: Recv-Q 0, `bytes_received` above 0): requests it has read. A connection
+    /// whose peer has sent nothing yet does not count.
     static func requestsRead(port: UInt16) -> Int {
-        // Read to the end: the kernel gives the table a page at a time.
-        guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp"), let data = try? file.readToEnd() else { return -1 }
-        try? file.close()
-        let table = String(decoding: data, as: UTF8.self)
-        let local = String(format: ":%04X", port)
-        return table.split(separator: "\n").dropFirst().filter { row in
-            let fields = row.split(separator: " ")
-            return fields.count > 4 && fields[1].hasSuffix(local) && fields[3] == "01" && fields[4].hasSuffix(":00000000")
-        }.count
+        guard let output = try? Tool.output("/usr/bin/ss", ["-tinH", "state", "established", "( sport = :\(port) )"]) else { return -1 }
+        var count = 0
+        var unread: Int?
+        for line in output.text.split(separator: "\n") {
+            if line.first == " " || line.first == "\t" {
+                // The socket's details, under its line.
+                let received = line.split(separator: " ").first { $0.hasPrefix("bytes_received:") }
+                    .flatMap { Int($0.dropFirst("bytes_received:".count)) } ?? 0
+                if unread == 0 && received > 0 { count += 1 }
+                unread = nil
+            } else {
+                unread = line.split(separator: " ").first.flatMap { Int($0) }
+            }
+        }
+        return count
     }
 
     /// `/state`'s `http` object.
