@@ -135,7 +135,8 @@ final class ConnectionBook: Sendable {
     var counts: HTTPConnectionState {
         state.withLock { state in
             HTTPConnectionState(open: state.open, webSockets: state.webSockets, refused: state.refused, turnedAway: state.turnedAway,
-                                closedAtDeadline: state.closedAtDeadline, limit: limits.total, perAddressLimit: limits.perAddress)
+                                closedAtDeadline: state.closedAtDeadline, limit: limits.total, perAddressLimit: limits.perAddress,
+                                adminReserve: limits.adminReserve)
         }
     }
 

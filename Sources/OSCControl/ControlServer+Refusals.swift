@@ -56,6 +56,7 @@ extension ControlServer {
     func limitsState() -> StateDocument.OSCLimits {
         let tcp = server.tcpStatus
         return StateDocument.OSCLimits(tcpConnections: tcp.connections, tcpLimit: tcp.limit, tcpLimitPerAddress: tcp.limitPerAddress,
+                                       tcpAdminReserve: tcp.adminReserve,
                                        refusedConnections: tcp.refused, turnedAway: tcp.turnedAway,
                                        closedAtDeadline: tcp.closedAtDeadline, acceptPauses: tcp.acceptPauses,
                                        refusedPackets: refusedPackets)

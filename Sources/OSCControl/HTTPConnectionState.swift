@@ -12,11 +12,14 @@ public struct HTTPConnectionState: Encodable, Equatable, Sendable {
     public var refused: Int
     public var turnedAway: Int
     public var closedAtDeadline: Int
-    /// The caps in force: admitted connections in all, and from one address.
+    /// The caps in force: admitted connections in all, and from one address; and the slots
+    /// beyond `limit` kept for `osc.admin` addresses.
     public var limit: Int
     public var perAddressLimit: Int
+    public var adminReserve: Int
 
-    public init(open: Int, webSockets: Int, refused: Int, turnedAway: Int, closedAtDeadline: Int, limit: Int, perAddressLimit: Int) {
+    public init(open: Int, webSockets: Int, refused: Int, turnedAway: Int, closedAtDeadline: Int, limit: Int, perAddressLimit: Int,
+                adminReserve: Int) {
         self.open = open
         self.webSockets = webSockets
         self.refused = refused
@@ -24,6 +27,7 @@ public struct HTTPConnectionState: Encodable, Equatable, Sendable {
         self.closedAtDeadline = closedAtDeadline
         self.limit = limit
         self.perAddressLimit = perAddressLimit
+        self.adminReserve = adminReserve
     }
 }
 

@@ -5,10 +5,12 @@ extension StateDocument {
     /// The OSC listeners' limits, and what they turned down since start.
     struct OSCLimits: Encodable {
         /// TCP peers connected now; the most admitted in all (fewer than `osc.tcpConnections`
-        /// when the descriptor limit leaves less beyond its reserve) and from one address.
+        /// when the descriptor limit leaves less beyond its reserve) and from one address; the
+        /// slots beyond `tcpLimit` kept for `osc.admin` addresses.
         var tcpConnections: Int
         var tcpLimit: Int
         var tcpLimitPerAddress: Int
+        var tcpAdminReserve: Int
         /// TCP connections closed at accept: from outside `osc.allow`; over a limit.
         var refusedConnections: Int
         var turnedAway: Int

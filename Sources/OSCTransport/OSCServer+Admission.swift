@@ -35,10 +35,12 @@ extension OSCServer {
 
     /// The TCP listener's limits and what they did since start (server thread only).
     public struct TCPStatus: Sendable, Equatable {
-        /// Peers' connections open now, and the most admitted in all and from one address.
+        /// Peers' connections open now, and the most admitted in all and from one address;
+        /// and the slots beyond `limit` kept for admins.
         public var connections: Int
         public var limit: Int
         public var limitPerAddress: Int
+        public var adminReserve: Int
         /// Closed at accept: outside the allow list; over a limit (or the descriptor reserve).
         public var refused: Int
         public var turnedAway: Int
@@ -58,6 +60,7 @@ extension OSCServer {
         return TCPStatus(connections: inboundCount,
                          limit: DescriptorBudget.peerLimit(configured: configuration.maximumConnections, soft: soft),
                          limitPerAddress: configuration.maximumConnectionsPerAddress,
+                         adminReserve: max(0, configuration.adminReserve),
                          refused: admissionCounts.refused, turnedAway: admissionCounts.turnedAway,
                          closedAtDeadline: admissionCounts.closedAtDeadline, acceptPauses: admissionCounts.acceptPauses)
     }

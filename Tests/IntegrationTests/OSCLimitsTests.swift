@@ -100,6 +100,8 @@ struct OSCLimitsTests {
             for _ in 0..<32 { held.append(try HTTPClient.connection(port: rig.port, Data(ping), source: source, timeout: 2)) }
         }
         try waitFor("the 64 connections to be admitted") { (try? Self.oscState(rig, transport: .udp))?["tcpConnections"] as? Int == 64 }
+        let limits = try #require(try Self.oscState(rig, transport: .udp))
+        #expect(limits["tcpLimit"] as? Int == 64 && limits["tcpLimitPerAddress"] as? Int == 32 && limits["tcpAdminReserve"] as? Int == 8, "\(limits)")
         let turnedAway = try HTTPClient.connection(port: rig.port, Data(), source: "127.0.0.1", timeout: 2)
         defer { close(turnedAway) }
         #expect(TCPPeers.readUntilClosed([turnedAway], timeout: 2).first?.closed == true, "every slot is taken")
