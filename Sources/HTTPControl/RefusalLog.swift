@@ -2,7 +2,9 @@
 /// away over a limit), at a bounded rate (docs/HTTP.md, "Limits"): per address and kind, the first
 /// `firstLines` of an interval get a line each; the rest are counted, and `flush` (once per
 /// interval) gives one summary line per address with the count. At most `maximumAddresses` are
-/// tracked; connections from further addresses are counted together in one summary.
+/// tracked per kind; connections from further addresses are counted together in one summary.
+/// Each kind has its table, so refused peers from many addresses never take the place of the
+/// lines about allowed peers turned away.
 ///
 /// A plain value: its owner (`ConnectionBook`) keeps it under its lock and logs the lines it
 /// returns outside the lock.
@@ -33,6 +35,8 @@ struct RefusalLog {
     let maximumAddresses: Int
     private var seen: [Key: (logged: Int, unlogged: Int)] = [:]
     private var untracked: [Kind: Int] = [:]
+    /// Addresses in `seen`, per kind.
+    private var tracked: [Kind: Int] = [:]
 
     init(firstLines: Int = 3, maximumAddresses: Int = 64) {
         self.firstLines = firstLines
@@ -42,10 +46,12 @@ struct RefusalLog {
     /// One more connection of `kind` from `address`: its line, or nil when it is only counted.
     mutating func note(_ kind: Kind, from address: String, detail: String? = nil) -> Line? {
         let key = Key(kind: kind, address: address)
-        guard var entry = seen[key] ?? (seen.count < maximumAddresses ? (0, 0) : nil) else {
+        let known = seen[key]
+        guard var entry = known ?? (tracked[kind, default: 0] < maximumAddresses ? (0, 0) : nil) else {
             untracked[kind, default: 0] += 1
             return nil
         }
+        if known == nil { tracked[kind, default: 0] += 1 }
         defer { seen[key] = entry }
         guard entry.logged < firstLines else {
             entry.unlogged += 1
@@ -64,6 +70,7 @@ struct RefusalLog {
         lines += untracked.filter { $0.value > 0 }.map { Line(kind: $0.key, address: nil, count: $0.value, summary: true) }
         seen.removeAll(keepingCapacity: true)
         untracked.removeAll()
+        tracked.removeAll()
         return lines
     }
 }

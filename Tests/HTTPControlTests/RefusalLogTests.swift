@@ -24,6 +24,14 @@ struct RefusalLogTests {
         #expect(log.flush() == [RefusalLog.Line(kind: .refused, address: nil, count: 96, summary: true)])
     }
 
+    @Test("each kind has a table of its own: refused peers from many addresses do not take the place of allowed peers turned away")
+    func tablePerKind() {
+        var log = RefusalLog(firstLines: 1, maximumAddresses: 4)
+        _ = (0..<100).compactMap { log.note(.refused, from: "10.0.0.\($0)") }
+        #expect(log.note(.turnedAway, from: "192.168.1.5", detail: "at most 16") != nil, "an allowed peer turned away still gets its line")
+        #expect(log.flush() == [RefusalLog.Line(kind: .refused, address: nil, count: 96, summary: true)])
+    }
+
     @Test("the caps: lowered to leave the descriptor reserve, one address never more than half")
     func limits() {
         let plenty = ConnectionBook.Limits(total: 64, perAddress: 16, descriptorLimit: 20_000, reserve: 256)
