@@ -19,20 +19,25 @@ struct ReloadBacklog: Equatable {
         var subject: String
         /// Why it waits, as the log says it.
         var reason: String
-        /// The change it was to make (nil: none the state file keeps).
+        /// The change it is to make at the restart: the file's (`fileEvent`), with the parts
+        /// changes made at run time set since (`runTimeChange`); nil: none the state file keeps.
         var event: PolicyEvent?
+        /// The change as the file asked for it.
+        let fileEvent: PolicyEvent?
         /// The app it is about (nil: none): it goes with the app.
         var app: String?
-        /// Whether a change made at run time set a part of it (`runTimeChange`): the restart
-        /// must then find the edited value, not the file's.
-        var editedAtRunTime = false
 
         init(subject: String, reason: String, event: PolicyEvent?, app: String? = nil) {
             self.subject = subject
             self.reason = reason
             self.event = event
+            self.fileEvent = event
             self.app = app ?? event.flatMap(ReloadBacklog.app(of:))
         }
+
+        /// Whether changes made at run time left it other than the file's: the restart must
+        /// then find the edited value, not the file's.
+        var editedAtRunTime: Bool { event != fileEvent }
     }
 
     /// Edits of the file that only a restart applies, as of the last reload ("routes changed").
@@ -48,10 +53,15 @@ struct ReloadBacklog: Equatable {
     /// The edits that need a restart, found by the last reload (in place of those found before).
     mutating func setRestartEdits(_ edits: [String]) { restartEdits = edits }
 
-    /// A step that did not apply: it waits, in place of any earlier one on its subject.
-    mutating func refused(_ step: Step) {
+    /// A step that did not apply: it waits, in place of any earlier one on its subject. Returns
+    /// the one it replaces when changes made at run time had edited it (the file's newer value
+    /// wins over those edits at the restart, as a reload's does over any run-time value).
+    @discardableResult
+    mutating func refused(_ step: Step) -> Step? {
+        let replaced = steps.first { $0.subject == step.subject }
         steps.removeAll { $0.subject == step.subject }
         steps.append(step)
+        return replaced.flatMap { $0.editedAtRunTime ? $0 : nil }
     }
 
     /// A step that applied, or a change made at run time of what it sets: an earlier step on
@@ -75,7 +85,8 @@ struct ReloadBacklog: Equatable {
         /// as it does over any value of the file).
         case ended(Step)
         /// It set a part of it (one ducking rule, an app's category or remote commands): the
-        /// part goes into the step, which waits on with the rest of the file's value.
+        /// part goes into the step, which waits on with the rest of the file's value. What the
+        /// restart finds changed: save.
         case edited(subject: String)
 
         var subject: String {
@@ -88,16 +99,17 @@ struct ReloadBacklog: Equatable {
 
     /// A change made at run time (`event`, one that stood): the step it takes the place of ends
     /// its wait; the step of which it sets a part takes that part and waits on, so that neither
-    /// the change nor the rest of the file's value is lost at the restart.
+    /// the change nor the rest of the file's value is lost at the restart (a change that leaves
+    /// the step as it was, such as removing a rule it does not hold, is no edit).
     mutating func runTimeChange(_ event: PolicyEvent) -> [RunTimeOutcome] {
         if let subject = Self.subject(replacedBy: event) {
             return applied(subject: subject).map { [.ended($0)] } ?? []
         }
         guard let subject = Self.subject(editedBy: event),
               let index = steps.firstIndex(where: { $0.subject == subject }),
-              let edited = Self.edit(steps[index].event, with: event) else { return [] }
+              let edited = Self.edit(steps[index].event, with: event),
+              edited != steps[index].event else { return [] }
         steps[index].event = edited
-        steps[index].editedAtRunTime = true
         return [.edited(subject: subject)]
     }
 

@@ -108,9 +108,10 @@ extension Router {
             for outcome in changes.flatMap({ reloadBacklog.runTimeChange($0.event) }) {
                 switch outcome {
                 case let .ended(step):
-                    // The file's value is now the one the step was to set: the running one is
-                    // saved where it differs from that.
-                    switch step.event {
+                    // The file's value is now the one the step was to set (as the file has it,
+                    // without edits made at run time since): the running one is saved where it
+                    // differs from that.
+                    switch step.fileEvent {
                     case let .setDucking(.target(value)): fileDucking?.target = value
                     case let .setDucking(.floor(value)): fileDucking?.floor = value
                     case let .setDuckingRules(rules): fileDucking?.rules = rules
@@ -118,6 +119,8 @@ extension Router {
                     }
                     logger.notice("\(step.subject) changed at run time: the reload's step that waited for a restart is dropped, the change made now stands")
                 case let .edited(subject):
+                    // What the restart finds changed, though perhaps nothing running did.
+                    requestSave()
                     logger.notice("a change made at run time also applies to the reload's \(subject), which still wait\(subject.hasSuffix("rules") ? "" : "s") for a restart")
                 }
             }
@@ -174,14 +177,18 @@ extension Router {
         case let .notify(notification):
             onNotification(.policy(measured(notification)))
         case .save:
-            if keeper.request() {
-                queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
-                    guard let self, !stopped else { return }
-                    handOverSave()
-                }
-            }
+            requestSave()
         default:
             break
+        }
+    }
+
+    /// A save is asked for: handed over 200 ms from now (with any asked for meanwhile).
+    func requestSave() {
+        guard keeper.request() else { return }
+        queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
+            guard let self, !stopped else { return }
+            handOverSave()
         }
     }
 
@@ -266,7 +273,9 @@ extension Router {
         var notes: [String] = []
         var fileDucking = self.fileDucking ?? ducking.old
         func refused(_ subject: String, _ error: RouterError, _ event: PolicyEvent?, app: String? = nil) {
-            reloadBacklog.refused(.init(subject: subject, reason: "\(error)", event: event, app: app))
+            if reloadBacklog.refused(.init(subject: subject, reason: "\(error)", event: event, app: app)) != nil {
+                logger.notice("reload: the file's new \(subject) take\(subject.hasSuffix("rules") ? "" : "s") the place of the waiting ones and of the changes made to them at run time (those stay in force until the restart)")
+            }
             notes.append("\(subject): \(error); waits for a restart")
         }
         func apply(_ events: [PolicyEvent], _ label: String) {

@@ -262,6 +262,36 @@ struct ReloadTests {
         #expect(router.reloadPending == ["routes changed: restart to apply"])
     }
 
+    @Test("a rule set at run time that is already in force but not in the waiting rules: nothing changes now, the waiting rules take it, and that is saved for the restart")
+    func runTimeRuleOnlyEditsTheWaitingRules() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        // The file's rule for every route, in force; then an edit that puts one on a new route in its place.
+        let everywhere = #"{"ducker": "nav", "ducked": "music", "level": -25}"#
+        let first = OSCRig.session(port: rig.port).replacingOccurrences(of: "\"apps\": [", with: "\"ducking\": {\"rules\": [\(everywhere)]},\n  \"apps\": [")
+        try first.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
+        kill(rig.daemon.processIdentifier, SIGHUP)
+        try waitFor("the first reload") { Self.rules((try? rig.settings()) ?? [:]).count == 1 }
+        try Self.reloadRuleOnNewRoute(rig)
+        try waitFor("the second reload's rules to wait") {
+            ((try? rig.settings())?["reloadPending"] as? [String] ?? []).contains { $0.hasPrefix("ducking rules") }
+        }
+        // Every save the reload asked for is done: one more, of a volume, is written after them.
+        #expect(try rig.query("/app/music/volume", [.float(0.3)])?.path == "/reply")
+        try waitFor("the save", timeout: 5) { rig.savedState()?.appVolumes["music"].map { abs($0 - 0.3) < 1e-6 } == true }
+
+        // The operator keeps the rule for every route: in force already, so nothing changes now.
+        #expect(try rig.query("/duck/rule", [.string("nav"), .string("music"), .string(""), .string("level"), .float(-25)])?.path == "/reply")
+        try waitFor("the save of the waiting rules with the run-time rule", timeout: 5) {
+            let saved = rig.savedState()?.ducking.rules ?? []
+            return saved.contains { $0.route == nil && $0.level == -25 } && saved.contains { $0.route == "line" && $0.level == -30 }
+        }
+        try rig.killAndRestart()
+        let rules = Self.rules(try rig.settings())
+        #expect(rules.contains { ($0["route"] as? String) == nil && $0["level"] as? Double == -25 }
+                    && rules.contains { $0["route"] as? String == "line" && $0["level"] as? Double == -30 }, "\(rules)\n\(rig.log)")
+    }
+
     @Test("a rule set at run time while a reload's rules wait for a restart applies now and to the waiting rules: the wait goes on (log, /state), the save keeps both the file's rule and the run-time one, and the restart brings both")
     func runTimeRuleOverWaitingRules() throws {
         let rig = try OSCRig()

@@ -81,11 +81,32 @@ struct ReloadBacklogTests {
         #expect(backlog.laid(over: Self.saved).ducking.rules
                     == [DuckingRule(ducker: "nav", ducked: "music", route: "line", level: -12), everywhere].map(SavedState.Ducking.Rule.init))
 
-        // The whole list set at run time ends the wait.
+        // Removing a rule the waiting list does not hold (one only in force now) is no edit.
+        #expect(backlog.runTimeChange(.removeDuckingRule(ducker: "game", ducked: "music", route: nil)) == [])
+
+        // Edits that bring the list back to the file's: the file's rules stand again, saved as nil.
+        _ = backlog.runTimeChange(.setDuckingRule(line))
+        _ = backlog.runTimeChange(.removeDuckingRule(ducker: "nav", ducked: "music", route: nil))
+        _ = backlog.runTimeChange(.setDuckingRule(old))
+        #expect(backlog.laid(over: Self.saved).ducking.rules == [line, old].map(SavedState.Ducking.Rule.init), "the order is the edits'")
+        _ = backlog.runTimeChange(.removeDuckingRule(ducker: "mic", ducked: "music", route: nil))
+        _ = backlog.runTimeChange(.removeDuckingRule(ducker: "nav", ducked: "music", route: "line"))
+        _ = backlog.runTimeChange(.setDuckingRule(old))
+        _ = backlog.runTimeChange(.setDuckingRule(line))
+        #expect(backlog.laid(over: Self.saved).ducking.rules == nil, "the file's list again")
+
+        // The whole list set at run time ends the wait; the step ended is the file's as well as the edited one.
+        _ = backlog.runTimeChange(.setDuckingRule(everywhere))
         let ended = backlog.runTimeChange(.setDuckingRules([]))
         guard case let .ended(step)? = ended.first, ended.count == 1 else { Issue.record("\(ended)"); return }
-        #expect(step.subject == "ducking rules" && step.editedAtRunTime)
-        #expect(backlog.steps.isEmpty)
+        #expect(step.subject == "ducking rules" && step.editedAtRunTime && step.fileEvent == .setDuckingRules([old, line]))
+
+        // A later reload refused again takes the place of an edited step, and says it did.
+        backlog.refused(.init(subject: "ducking rules", reason: "r", event: .setDuckingRules([line])))
+        _ = backlog.runTimeChange(.setDuckingRule(everywhere))
+        #expect(backlog.refused(.init(subject: "ducking rules", reason: "r", event: .setDuckingRules([old]))) != nil)
+        #expect(backlog.refused(.init(subject: "ducking rules", reason: "r", event: .setDuckingRules([line]))) == nil, "not edited")
+        #expect(backlog.steps.map(\.subject) == ["ducking rules"])
     }
 
     @Test("a category or remote commands set at run time while the file's configuration of that app waits: the edit goes into the waiting configuration, the rest of it (resume, activation) still comes from the file")
