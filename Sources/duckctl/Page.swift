@@ -12,7 +12,7 @@ extension DuckCtl {
                 Asks the router where its page is and where it keeps the page's key (/page), then \
                 reads the key from that file (beside the router's state file, mode 0600): run it as \
                 the router's user, on the router's machine. It asks only a router on this machine \
-                (loopback, or one of its own addresses), and reads only a file that is the user's \
+                (loopback, or one of its own addresses) that runs as this user, and reads only a file that is the user's \
                 own, mode 0600, named *.page-key by an absolute path. The key is never sent over \
                 the network to be read. --qr also prints the link as a QR code for a phone's camera (with \
                 qrencode: apt install qrencode). --new-key first changes the key \
@@ -32,6 +32,12 @@ extension DuckCtl {
                 // The key is read from a local file: only a router on this machine is asked where it is.
                 guard let router = ThisMachine.address(of: connection.host) else {
                     throw Failure(message: "\(connection.host) is not this machine: duckctl page reads the router's key from this machine's disk, so it asks only a router here (run it on the router's machine)", code: 1)
+                }
+                // The router is this user's: another user's program on its port gets nothing asked.
+                let owners = ThisMachine.owners(of: connection.port, tcp: connection.tcp)
+                guard owners == [getuid()] else {
+                    let who = owners.isEmpty ? "nothing of this user's listens there" : "it is user \(owners.sorted().map(String.init).joined(separator: ", "))'s, not this user's (\(getuid()))"
+                    throw Failure(message: "port \(connection.port) (\(connection.tcp ? "TCP" : "UDP")): \(who); duckctl page asks only a router that runs as you, since it reads your key for it", code: 1)
                 }
                 // The address checked is the one asked: the name is not looked up a second time
                 // (an answer that changed between two look-ups could send the key elsewhere).

@@ -18,6 +18,37 @@ extension PageKeyTests {
         }
     }
 
+    @Test("duckctl page asks only a router that runs as this user: a port another user's program holds gets nothing asked",
+          .enabled(if: getuid() == 0, "needs root to run a program as another user"))
+    func duckctlPageRefusesAnotherUsersPort() throws {
+        // A program of user nobody's on a UDP port of loopback: it prints its port, then waits for stdin to close.
+        let squatter = Process()
+        squatter.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        squatter.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            print(s.getsockname()[1], flush=True)
+            sys.stdin.read()
+            """]
+        let (output, input) = (Pipe(), Pipe())
+        squatter.standardOutput = output
+        squatter.standardInput = input
+        try squatter.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            squatter.waitUntilExit()
+        }
+        var line = Data()
+        while line.last != 10, let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty { line.append(byte) }
+        let port = try #require(UInt16(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), "the squatter's port")
+        let refused = try DuckctlTests.duckctl(["page", "--port", "\(port)"])
+        #expect(refused.status == 1 && refused.stderr.contains("it is user 65534's, not this user's"), "\(refused)")
+        // Nothing there at all: the same refusal, before a timeout.
+        let nobody = try DuckctlTests.duckctl(["page", "--port", "9"])
+        #expect(nobody.status == 1 && nobody.stderr.contains("nothing of this user's listens there"), "\(nobody)")
+    }
+
     @Test("duckctl page reads only a file that can be the router's key file: an absolute path to *.page-key, the user's own, mode 0600, not a link; a peer answering /page in the router's place gets no other file read")
     func duckctlPageReadsOnlyAKeyFile() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckctl-page-\(getpid())-\(UUID().uuidString)")
