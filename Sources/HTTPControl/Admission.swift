@@ -10,7 +10,8 @@ import SessionStore
 /// timed like any other.
 ///
 /// It decides when the connection becomes active. A peer outside `osc.allow` is refused, and a
-/// peer over a connection cap (in all, or from its address) is turned away: either gets a fixed
+/// peer over a connection cap (in all, or from its address), or one that comes when the process
+/// is short of descriptors (`DescriptorBudget.isShort`), is turned away: either gets a fixed
 /// short answer (403 or 503) written at once, without its request being waited for or read, and
 /// the connection is closed as soon as that is written; it holds no slot and no timer. Anyone
 /// else is admitted and holds a slot in the `ConnectionBook` until the connection closes,
@@ -93,6 +94,12 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
             book.refused(address)
             return answer(context, Self.forbidden)
         }
+        // The last descriptors are the process's own, admins' connections or not (DescriptorBudget).
+        if DescriptorBudget.isShort() {
+            verdict = .overloaded
+            book.shortOfDescriptors(address)
+            return answer(context, Self.short)
+        }
         let key = ConnectionBook.Key(host: parsed.countedHostName, admin: rules.admin.contains { $0.port == nil && $0.contains(parsed.bytes, port: parsed.port) })
         switch book.admit(key, from: address) {
         case .admitted:
@@ -157,6 +164,7 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     /// read, so the same for every method (a HEAD gets the body too).
     static let forbidden = fixedAnswer("403 Forbidden", "this address is not allowed to control this router (osc.allow)")
     static let unavailable = fixedAnswer("503 Service Unavailable", "too many HTTP connections; try again")
+    static let short = fixedAnswer("503 Service Unavailable", "the router is short of descriptors; try again")
 
     private static func fixedAnswer(_ status: String, _ reason: String) -> ByteBuffer {
         let body = reason + "\n"

@@ -114,6 +114,16 @@ final class ConnectionBook: Sendable {
         state.withLock { $0.webSockets += 1 }
     }
 
+    /// An allowed peer was turned away because the process is short of descriptors
+    /// (`DescriptorBudget.isShort`).
+    func shortOfDescriptors(_ address: String) {
+        let line = state.withLock { state in
+            state.turnedAway += 1
+            return state.log.note(.turnedAway, from: address, detail: "short of descriptors")
+        }
+        if let line { log(line) }
+    }
+
     /// A peer outside `osc.allow` was refused.
     func refused(_ address: String) {
         let line = state.withLock { state in

@@ -10,7 +10,12 @@ import Foundation
 /// soft limit of them. Peers must not take the last ones: the state file, JACK (its sockets and
 /// shared memory), OSC destinations and the HTTP server need some too. So the OSC server turns a
 /// TCP peer away when the descriptor its accept got is among the last `reserve(soft:)` of the limit
-/// (the kernel hands out the lowest free number, so that number says how many are in use).
+/// (the kernel hands out the lowest free number, so that number says how many are in use), and
+/// the HTTP server when the next free one is (`isShort`), both against the limit as it is now.
+///
+/// The process must never run out: Linux's libdispatch checks its worker threads once a second
+/// by opening /proc/<tid>/stat, and takes a failed open (EMFILE included) for a vanished thread
+/// and crashes the process ("workq: registered worker exited prematurely", SIGILL).
 public enum DescriptorBudget {
     /// Descriptors kept for everything but OSC's TCP peers: 256, or a quarter of a soft limit
     /// under 1024.
@@ -62,6 +67,23 @@ public enum DescriptorBudget {
     /// Whether a descriptor just opened is among the last `reserve(soft:)` of the soft limit.
     static func isInReserve(_ fd: Int32, soft: Int) -> Bool {
         Int(fd) >= soft - reserve(soft: soft)
+    }
+
+    /// Whether the next descriptor opened would be among the last `reserve(soft:)` of the soft
+    /// limit as it is now (it may have been lowered since start): the lowest free number, found
+    /// by duplicating standard error (or output, or input) and closing the copy. True when none
+    /// is left; false when it cannot tell (no standard descriptor open).
+    public static func isShort() -> Bool {
+        let soft = limits().soft
+        for standard in [STDERR_FILENO, STDOUT_FILENO, STDIN_FILENO] {
+            let copy = fcntl(standard, F_DUPFD_CLOEXEC, 0)
+            if copy >= 0 {
+                close(copy)
+                return isInReserve(copy, soft: soft)
+            }
+            if errno == EMFILE { return true }
+        }
+        return false
     }
 
     private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
