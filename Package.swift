@@ -189,7 +189,9 @@ let package = Package(
             "HTTPControl", "OSCTransport", "Policy", "SessionStore",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport", "Loudness",
