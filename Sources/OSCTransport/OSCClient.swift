@@ -12,6 +12,11 @@ public final class OSCClient {
     private var input: [UInt8] = []
     private var inputStart = 0
     private var buffer = [UInt8](repeating: 0, count: 65_536)
+    /// Over UDP, take only datagrams from the server's own address and port (its replies), and
+    /// drop the rest: notifications come from the server's other sockets, so a client that
+    /// listens to them leaves this off; one that acts on a reply (`duckctl page` reads the file
+    /// a reply names) turns it on, so another program on the network cannot answer in its place.
+    public var onlyFromServer = false
 
     public init(_ url: OSCURL) throws(OSCServerError) {
         guard let address = SocketAddress(host: url.host, port: url.port) else {
@@ -114,13 +119,21 @@ public final class OSCClient {
             let ready = poll(&p, 1, left <= 0 ? 0 : Int32(min(left * 1000 + 1, 1_000_000)))
             if ready <= 0 { continue }
             let capacity = buffer.count
-            let count = recv(fd, &buffer, capacity, 0)
+            var source = sockaddr_storage()
+            var sourceLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = withUnsafeMutablePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, capacity, 0, $0, &sourceLength) }
+            }
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw OSCServerError("cannot receive from \(url): \(errorText())")
             }
             if count == 0 && url.transport == .tcp { throw OSCServerError("\(url) closed the connection") }
             if url.transport == .udp {
+                if onlyFromServer {
+                    let sender = withUnsafePointer(to: &source) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) } }
+                    guard let sender, sender.bytes == address.bytes, sender.port == address.port else { continue }
+                }
                 if let decoded = try? OSCCodec.decode(Array(buffer[0..<count])) { return decoded }
             } else {
                 if inputStart > 0 {

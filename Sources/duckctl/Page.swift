@@ -43,7 +43,10 @@ extension DuckCtl {
                 // (an answer that changed between two look-ups could send the key elsewhere).
                 var pinned = connection
                 pinned.host = router.host
-                let values = try pinned.call(OSCMessage("/page"))
+                // Answers only from the router's address and port: the reply names a file to read.
+                let client = try pinned.client()
+                client.onlyFromServer = true
+                let values = try Connection.call(OSCMessage("/page"), on: client, timeout: pinned.timeout)
                 if values.count == 1 {
                     throw Failure(message: "the router names its key file only to a peer on loopback or an osc.admin address: ask it at 127.0.0.1 (--host 127.0.0.1, or ::1)", code: 1)
                 }
@@ -56,7 +59,7 @@ extension DuckCtl {
                     // loopback: to another of this machine's addresses the request goes without it,
                     // and only an osc.admin address is granted it.
                     let current = router.isLoopback ? try Self.key(in: file) : nil
-                    _ = try pinned.call(OSCMessage("/page/key/rotate", current.map { [.string($0)] } ?? []))
+                    _ = try Connection.call(OSCMessage("/page/key/rotate", current.map { [.string($0)] } ?? []), on: client, timeout: pinned.timeout)
                 }
                 let link = PageKeyFile.link(address: address, key: try Self.key(in: file))
                 print(link)

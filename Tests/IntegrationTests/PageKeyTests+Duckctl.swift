@@ -85,6 +85,21 @@ extension PageKeyTests {
         #expect(read.status == 0 && read.stdout == "http://127.0.0.1:1/ui/#key=\(secret)\n", "a file that can be the key file is read: \(read)")
     }
 
+    @Test("duckctl page takes /page's answer only from the address and port it asked: a forged reply from another port, naming a key file, is ignored")
+    func duckctlPageIgnoresForgedReplies() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckctl-forged-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let other = PageKeyFile(path: folder.appendingPathComponent("other-session.page-key").path)
+        let (key, _) = try other.loadOrMake()
+        let forger = try FakeRouter(fromElsewhere: true) { message in
+            message.path == "/page" ? [.string("http://127.0.0.1:1/ui/"), .string(other.path)] : nil
+        }
+        defer { forger.stop() }
+        let output = try DuckctlTests.duckctl(["page", "--port", "\(forger.port)", "--timeout", "1"])
+        #expect(output.status != 0 && !output.stdout.contains(key) && !output.stderr.contains(key) && output.stderr.contains("no answer"), "\(output)")
+    }
+
     @Test("a daemon started with a relative session (as make run starts it) names its key file by an absolute path in /page")
     func relativeSessionAnswersAnAbsolutePath() throws {
         let rig = try OSCRig(http: true, relativeSession: true)
@@ -101,14 +116,21 @@ final class FakeRouter: Sendable {
     private let server: OSCServer
     var port: UInt16 { server.port }
 
-    init(replies: @escaping @Sendable (OSCMessage) -> [OSCArgument]?) throws {
+    /// `fromElsewhere`: the answers go out from another socket of this machine (another source
+    /// port), as a program spraying forged replies at the asker's port sends them.
+    init(fromElsewhere: Bool = false, replies: @escaping @Sendable (OSCMessage) -> [OSCArgument]?) throws {
         var configuration = OSCServer.Configuration()
         configuration.port = 0
         let server = try OSCServer(configuration: configuration)
         self.server = server
         server.start { bytes, peer in
             guard case let .message(message)? = try? OSCCodec.decode(bytes), let values = replies(message) else { return }
-            _ = server.send(OSCCodec.encode(OSCMessage("/reply", [.string(message.path)] + values)), to: peer)
+            let answer = OSCMessage("/reply", [.string(message.path)] + values)
+            if fromElsewhere {
+                try? OSCClient(OSCURL(transport: .udp, host: peer.address.host, port: peer.address.port)).send(answer)
+            } else {
+                _ = server.send(OSCCodec.encode(answer), to: peer)
+            }
         }
     }
 
