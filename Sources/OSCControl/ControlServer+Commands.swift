@@ -104,6 +104,7 @@ extension ControlServer {
     }
 
     func target(url: String) throws(PolicyError) -> Target {
+        if DescriptorBudget.isShort() { throw PolicyError(.general, "the router is short of descriptors; try again") }
         guard let parsed = OSCURL(url), let destination = server.destination(parsed) else {
             throw PolicyError(.badArgument, "url: cannot reach \(Arguments.quote(url))")
         }

@@ -11,9 +11,11 @@ import Foundation
 /// shared memory), OSC destinations and the HTTP server need some too. So the OSC server turns a
 /// TCP peer away when the descriptor its accept got is among the last `reserve(soft:)` of the limit
 /// (the kernel hands out the lowest free number, so that number says how many are in use), and
-/// the HTTP server when the next free one is (`isShort`), both against the limit as it is now.
+/// the HTTP server when the next free one is (`isShort`), both against the limit as it is now;
+/// no notification destination is opened then either. So peers never hold the reserve; the
+/// process's own needs (a save, JACK) take from it.
 ///
-/// The process must never run out: Linux's libdispatch checks its worker threads once a second
+/// The process must not run out: Linux's libdispatch checks its worker threads once a second
 /// by opening /proc/<tid>/stat, and takes a failed open (EMFILE included) for a vanished thread
 /// and crashes the process ("workq: registered worker exited prematurely", SIGILL).
 public enum DescriptorBudget {
@@ -71,20 +73,21 @@ public enum DescriptorBudget {
 
     /// Whether the next descriptor opened would be among the last `reserve(soft:)` of the soft
     /// limit as it is now (it may have been lowered since start): the lowest free number, found
-    /// by duplicating standard error (or output, or input) and closing the copy. True when none
-    /// is left; false when it cannot tell (no standard descriptor open).
+    /// by duplicating a descriptor of its own and closing the copy. True when none is left.
     public static func isShort() -> Bool {
         let soft = limits().soft
-        for standard in [STDERR_FILENO, STDOUT_FILENO, STDIN_FILENO] {
-            let copy = fcntl(standard, F_DUPFD_CLOEXEC, 0)
-            if copy >= 0 {
-                close(copy)
-                return isInReserve(copy, soft: soft)
-            }
-            if errno == EMFILE { return true }
-        }
-        return false
+        let copy = fcntl(probe, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { return errno == EMFILE }
+        close(copy)
+        return isInReserve(copy, soft: soft)
     }
+
+    /// What `isShort` duplicates: /dev/null, opened once (closing a copy of it costs nothing,
+    /// where closing a copy of a log file may flush it); standard error if it cannot be opened.
+    private static let probe: Int32 = {
+        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        return fd >= 0 ? fd : STDERR_FILENO
+    }()
 
     private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 

@@ -33,9 +33,11 @@ extension OSCServer {
         return connections[id] != nil
     }
 
-    /// A destination for notifications: `url` (UDP or TCP), or a TCP peer's own connection.
+    /// A destination for notifications: `url` (UDP or TCP), or a TCP peer's own connection. Nil
+    /// when it cannot be reached, or when its socket would take one of the descriptors kept in
+    /// reserve (`DescriptorBudget.isShort`): peers' destinations never hold those.
     public func destination(_ url: OSCURL) -> Destination? {
-        guard let address = SocketAddress(host: url.host, port: url.port) else { return nil }
+        guard let address = SocketAddress(host: url.host, port: url.port), !DescriptorBudget.isShort() else { return nil }
         switch url.transport {
         case .udp:
             let fd = socket(address.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

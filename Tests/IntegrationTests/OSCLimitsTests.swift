@@ -173,6 +173,30 @@ struct OSCLimitsTests {
         #expect(rig.daemon.isRunning)
     }
 
+    @Test("with its descriptor limit lowered to 4 above what it holds, /subscribe to new addresses is refused (short of descriptors) instead of opening sockets the daemon cannot spare; once the limit is back, it is taken")
+    func subscriptionsKeepTheReserve() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let pid = rig.daemon.processIdentifier
+        let limit = try #require(ProcessLimits.openFiles(pid))
+        let held = HTTPLimitsTests.descriptors(pid)
+        try ProcessLimits.setOpenFiles(pid, soft: held + 4)
+        var restored = false
+        defer { if !restored { try? ProcessLimits.setOpenFiles(pid, soft: limit.soft) } }
+
+        for port in 40001...40006 {
+            let answer = try rig.query("/subscribe", [.string("osc.udp://127.0.0.1:\(port)/")])
+            #expect(answer?.path == "/error" && answer?.arguments.last.flatMap { if case let .string(text) = $0 { text } else { nil } }?.contains("short of descriptors") == true,
+                    "/subscribe to port \(port): \(String(describing: answer))")
+        }
+        #expect(HTTPLimitsTests.descriptors(pid) <= held + 1, "no socket opened for them: \(HTTPLimitsTests.descriptors(pid)) held, \(held) before")
+        #expect(rig.daemon.isRunning)
+
+        try ProcessLimits.setOpenFiles(pid, soft: limit.soft)
+        restored = true
+        #expect(try rig.query("/subscribe", [.string("osc.udp://127.0.0.1:40001/")])?.path == "/reply")
+    }
+
     /// `/state`'s `osc` object.
     static func oscState(_ rig: OSCRig, transport: OSCURL.Transport = .tcp) throws -> [String: Any]? {
         guard case let .string(json)? = try rig.query("/state", transport: transport)?.arguments.last,
