@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Module boundaries follow ../shared/DESIGN.md §1: exactly one module imports CJack (JackHost),
+// Module boundaries (docs/ARCHITECTURE.md, "Modules"): exactly one module imports CJack (JackHost),
 // the Engine is Swift and real-time safe (its only C: the floating-point control register in
 // CFloatEnvironment, the eventfd in CWake, the vector builds of the peak scan in CSignalScan; the
 // compiler's @_noLocks checks do not reach into them), executables only wire modules together.
@@ -25,7 +25,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // The HTTP server for OSCQuery (DESIGN.md §7); no traits: neither swift-configuration
+        // The HTTP server for OSCQuery (docs/HTTP.md); no traits: neither swift-configuration
         // nor the full-Foundation extras are used.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         // OSCQuery's WebSocket (LISTEN, path notifications, OSC in binary frames).
@@ -75,12 +75,12 @@ let package = Package(
         // OSC packets and sockets: liblo decodes and encodes, our sockets carry. The only
         // importer of CLiblo.
         .target(name: "OSCTransport", dependencies: ["CLiblo"], swiftSettings: optimisedInDebug),
-        // The OSC address space (DESIGN.md §3): commands, access control, replies, notifications.
+        // The OSC address space (docs/OSC.md): commands, access control, replies, notifications.
         .target(name: "OSCControl", dependencies: [
             "Engine", "OSCTransport", "Policy", "RouterCore", "SessionStore",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: optimisedInDebug),
-        // OSCQuery over HTTP (DESIGN.md §7): the namespace document built from the control plane,
+        // OSCQuery over HTTP (docs/HTTP.md): the namespace document built from the control plane,
         // served by Hummingbird off the control queue, through the same command path as OSC.
         .target(name: "HTTPControl", dependencies: [
             "OSCControl", "OSCTransport", "Policy", "SessionStore",
@@ -107,7 +107,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: optimisedInDebug),
 
-        // Remote routes' helpers beside the router (DESIGN.md §8): the zita-njbridge senders the
+        // Remote routes' helpers beside the router (docs/NETWORK.md): the zita-njbridge senders the
         // daemon runs and supervises, and the watches of their far ends over OSC.
         .target(name: "RemoteRoutes", dependencies: [
             "OSCTransport", "SessionStore", .product(name: "Logging", package: "swift-log"),

@@ -11,7 +11,7 @@ import OSCTransport
 import ServiceLifecycle
 import SessionStore
 
-/// The HTTP face of the router (DESIGN.md §7, docs/HTTP.md): OSCQuery over HTTP/1.1 on
+/// The HTTP face of the router (docs/HTTP.md): OSCQuery over HTTP/1.1 on
 /// Hummingbird, bound to `osc.bind` and admitting only `osc.allow`, like OSC.
 ///
 /// Threads: requests run on SwiftNIO's event loops and Swift's concurrency pool, never on the

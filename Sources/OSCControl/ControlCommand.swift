@@ -1,7 +1,8 @@
 import OSCTransport
 import Policy
 
-/// What one OSC message asks for (DESIGN.md §3), decoded and checked, before anyone acts on it.
+/// What one OSC message asks for (docs/OSC.md, "Paths"), decoded and checked, before anyone acts
+/// on it.
 ///
 /// Decoding is pure: it knows the address space and the argument rules (numbers as i/f/d/h,
 /// booleans as i/f/T/F, no NaN or infinity, no arguments to a settable path means a query), but

@@ -5,7 +5,7 @@ import Policy
 import RouterCore
 import SessionStore
 
-/// The OSC face of the router (DESIGN.md §3): receives commands over UDP and TCP, checks who sent
+/// The OSC face of the router (docs/OSC.md): receives commands over UDP and TCP, checks who sent
 /// them, runs them on the router, answers each with `/reply` or `/error`, and sends notifications
 /// to apps and subscribers, and peak meters to those who asked.
 ///

@@ -24,7 +24,7 @@ public struct AppConfiguration: Equatable, Sendable {
         self.activation = activation
     }
 
-    /// Whether the app plays along with others instead of interrupting them (DESIGN.md §5.1).
+    /// Whether the app plays along with others instead of interrupting them (docs/POLICY.md §5.1).
     public var isMixable: Bool {
         switch category {
         case .ambient: true
@@ -37,7 +37,7 @@ public struct AppConfiguration: Equatable, Sendable {
     public var interruptsSpokenAudio: Bool { options.contains(.interruptSpokenAudioAndMixWithOthers) }
     public var isSpokenAudio: Bool { mode == .spokenAudio }
 
-    /// Whether the app can own remote control ("now playing", DESIGN.md §5.12).
+    /// Whether the app can own remote control ("now playing", docs/POLICY.md §5.12).
     public var canOwnRemoteControl: Bool { category == .playback && !isMixable && !remoteCommands.isEmpty }
 
     /// Checks the name and the combination of category, options and mode.

@@ -3,10 +3,10 @@ public enum InterruptionPhase: String, Sendable {
     case began, ended
 }
 
-/// Why an interruption happened (DESIGN.md §3).
+/// Why an interruption happened (docs/OSC.md, `/duckrouter/interruption`).
 ///
-/// DESIGN.md also lists `builtInMicMuted` (a phone's microphone muted by a hardware switch or a
-/// closed cover). A JACK rig has no such switch that JACK reports: a muted microphone is a mixer
+/// A phone also has `builtInMicMuted` (its microphone muted by a hardware switch or a closed
+/// cover). A JACK rig has no such switch that JACK reports: a muted microphone is a mixer
 /// control of the sound card, outside the JACK graph, and its ports stay and carry silence. The
 /// router cannot tell it from a quiet room, so that reason is never sent and is not declared.
 public enum InterruptionReason: String, CaseIterable, Sendable {
@@ -16,7 +16,7 @@ public enum InterruptionReason: String, CaseIterable, Sendable {
     case routeDisconnected
 }
 
-/// Why a route changed (DESIGN.md §3, `/duckrouter/route`; docs/POLICY.md, "Routes").
+/// Why a route changed (docs/OSC.md, `/duckrouter/route`; docs/POLICY.md, "Route notifications").
 public enum RouteChangeReason: String, CaseIterable, Sendable {
     /// A route became available and is now the current one (last in wins).
     case newDeviceAvailable
@@ -30,7 +30,7 @@ public enum RouteChangeReason: String, CaseIterable, Sendable {
     case noSuitableRouteForCategory
 }
 
-/// What apps and control surfaces are told (the `/duckrouter/...` notifications of DESIGN.md §3).
+/// What apps and control surfaces are told (the `/duckrouter/...` notifications of docs/OSC.md).
 public enum PolicyNotification: Equatable, Sendable {
     case interruption(app: String, phase: InterruptionPhase, shouldResume: Bool, reason: InterruptionReason)
     /// The app's audio state and its audible gain in dB (-infinity when silent).

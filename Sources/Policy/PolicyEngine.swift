@@ -1,6 +1,7 @@
-/// The rules of audio sessions (DESIGN.md §5) as a pure function of events: no C, no I/O, no
-/// clock. `apply` turns an event into a new state and the effects the router carries out (gain
-/// targets with ramp times, notifications, save requests), or throws and changes nothing.
+/// The rules of audio sessions (docs/POLICY.md; the §5.1 to §5.13 this module's comments cite are
+/// its rules' numbers) as a pure function of events: no C, no I/O, no clock. `apply` turns an
+/// event into a new state and the effects the router carries out (gain targets with ramp times,
+/// notifications, save requests), or throws and changes nothing.
 public struct PolicyEngine: Sendable {
     public private(set) var state: PolicyState
 

@@ -1,7 +1,7 @@
 /// Why the policy refused an event. Nothing changed when one is thrown.
 ///
-/// The codes are those of the OSC contract (DESIGN.md §3), so the OSC layer can reply with them as
-/// they are.
+/// The codes are those of the OSC replies (docs/OSC.md, "Conventions"), so the OSC layer can reply
+/// with them as they are.
 public struct PolicyError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Code: Int32, Sendable {
         case general = -1

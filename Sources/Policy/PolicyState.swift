@@ -1,6 +1,6 @@
 /// Who or what interrupted an app.
 public enum Interrupter: Hashable, Sendable {
-    /// A non-mixable app that was activated (DESIGN.md §5.2).
+    /// A non-mixable app that was activated (docs/POLICY.md §5.2).
     case app(String)
     /// An app with `interruptSpokenAudioAndMixWithOthers` pausing a spokenAudio app (§5.5).
     case spokenAudio(String)
@@ -141,7 +141,7 @@ public struct PolicyState: Equatable, Sendable {
         return systemVolumes.map(\.route).filter { availableRoutes.contains($0) && mapped?.contains($0) != false }
     }
 
-    /// The app that remote commands go to (DESIGN.md §5.12): the most recently activated
+    /// The app that remote commands go to (docs/POLICY.md §5.12): the most recently activated
     /// non-mixable playback app that declared remote commands.
     public var nowPlaying: String? {
         apps.filter { $0.configuration.canOwnRemoteControl && $0.activationSequence != nil }

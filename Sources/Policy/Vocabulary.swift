@@ -1,4 +1,5 @@
-/// The words of an audio session, as apps and session files spell them (../shared/DESIGN.md §3).
+/// The words of an audio session, as apps and session files spell them (docs/OSC.md, "Paths";
+/// docs/SESSIONS.md, "An app").
 ///
 /// The rules that use them (which sessions mix, duck or interrupt) are in `PolicyEngine`; these
 /// types are the shared vocabulary that the session file and OSC layers validate against.
@@ -76,10 +77,10 @@ public enum ActivationReason: String, Sendable, Codable {
 }
 
 extension Category {
-    /// Whether options may be set: only categories that can choose to mix (DESIGN.md §5.1).
-    /// `record` and `playAndRecord` receive the input route (§5.8).
+    /// Whether the category receives the input route (docs/POLICY.md §5.8).
     public var recordsInput: Bool { self == .record || self == .playAndRecord }
 
+    /// Whether options may be set: only categories that can choose to mix (docs/POLICY.md §5.1).
     public var acceptsOptions: Bool {
         switch self {
         case .playback, .playAndRecord, .multiRoute: true
@@ -97,7 +98,7 @@ extension Category {
         }
     }
 
-    /// Whether the silent switch silences this category (DESIGN.md §5.6).
+    /// Whether the silent switch silences this category (docs/POLICY.md §5.6).
     public var obeysSilentSwitch: Bool { self == .ambient || self == .soloAmbient }
 }
 

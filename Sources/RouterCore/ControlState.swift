@@ -64,7 +64,7 @@ struct RouteState {
     var latencyFrames: ClosedRange<UInt32>?
 }
 
-/// The input route (DESIGN.md §2): `input_<n>`, fed by the session's `input.ports`.
+/// The input route: `input_<n>`, fed by the session's `input.ports` (docs/SESSIONS.md, "Fields").
 struct InputRoute {
     var sources: [String] = []
     var ports: [JackPort] = []

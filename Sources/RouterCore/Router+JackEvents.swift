@@ -40,7 +40,7 @@ extension Router {
             bufferSize = opened.bufferSize
             engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
             try opened.setProcessCallback(engineProcessCallback, argument: engine.processArgument)
-            // Routes whose device is not there (yet) start unavailable (DESIGN.md §2).
+            // Routes whose device is not there (yet) start unavailable (docs/POLICY.md §5.9).
             updateRoutePresence()
             if let route = selectedRoute {
                 if policy.state.availableRoutes.contains(route) {
@@ -287,8 +287,8 @@ extension Router {
     /// Follows the JACK graph: a route is present while all its destination ports exist. When
     /// that changes (a device's ports appeared or vanished, or a remote route's far end began or
     /// stopped answering) the policy hears that the route became available or unavailable
-    /// (DESIGN.md §5.9): last in wins, private routes stop what played through them. `port`: only
-    /// routes with that destination; nil: every route.
+    /// (docs/POLICY.md §5.9): last in wins, private routes stop what played through them.
+    /// `port`: only routes with that destination; nil: every route.
     func updateRoutePresence(port: String? = nil) {
         // While the server is away nothing is known of the graph: routes stay as they were.
         guard let client = link.client else { return }

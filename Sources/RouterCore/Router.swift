@@ -283,7 +283,7 @@ public final class Router: @unchecked Sendable {
 
     // MARK: - Control API
 
-    /// Applies a policy event (DESIGN.md §5): the Swift API the OSC layer calls. Returns the
+    /// Applies a policy event (docs/POLICY.md): the Swift API the OSC layer calls. Returns the
     /// effects in order (notifications among them, also sent to `onNotification`). A refused
     /// event throws `RouterError.policy` and changes nothing.
     @discardableResult

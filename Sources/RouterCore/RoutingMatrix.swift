@@ -7,7 +7,7 @@ import Policy
 /// Every app plays to the current route; a route change crossfades at the fade ramp. multiRoute
 /// apps play to every available route at once, through their channel map or the default one
 /// (`ChannelMap`). Recording apps hear the input route, channel for channel, only while they may
-/// (DESIGN.md §5.8). Look-ahead routes hear the signal-activated apps (the voices whose sound
+/// (docs/POLICY.md §5.8). Look-ahead routes hear the signal-activated apps (the voices whose sound
 /// triggers ducks) late; everything else at once.
 struct RoutingMatrix {
     var inputs: [PlanCompiler.Input] = []

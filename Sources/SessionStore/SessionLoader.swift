@@ -308,7 +308,8 @@ struct Validator {
             if let v = fields["unduckAfter"], let ms = number(v, "\(path).unduckAfter", in: 1...3_600_000, unit: "milliseconds") {
                 app.unduckAfter = ms
             }
-            // The combination rules of DESIGN.md §5.1, checked where the person wrote them.
+            // The combination rules (docs/POLICY.md, "Valid combinations"), checked where the
+            // person wrote them.
             if !app.options.isEmpty && !app.category.acceptsOptions {
                 fail("\(path).options", "category \(app.category.rawValue) takes no options; options are for playback, playAndRecord and multiRoute")
             }

@@ -1,7 +1,7 @@
 import Testing
 import Policy
 
-/// Rule §5.13 and acceptance 3: every invalid event is an error with a clear message and leaves
+/// Rule §5.13 (docs/POLICY.md) and acceptance 3: every invalid event is an error with a clear message and leaves
 /// the state exactly as it was.
 struct Refusal: Sendable, CustomTestStringConvertible {
     var name: String

@@ -26,6 +26,7 @@ enum Expect: Sendable {
 
 /// One row: the rule it checks, what happened before, the event under test, and what follows.
 struct Scenario: Sendable, CustomTestStringConvertible {
+    /// The rule's number in docs/POLICY.md ("5.2" for §5.2), or the part of it the row is about.
     var rule: String
     var name: String
     var given: [PolicyEvent] = []
@@ -276,7 +277,7 @@ let scenarios: [Scenario] = [
 /// A presenter's microphone activated by its own sound, ducking the others.
 private let voice = AppConfiguration(name: "voice", category: .playback, options: [.duckOthers, .mixWithOthers], activation: .signal)
 
-@Suite("Policy rules (DESIGN.md §5)")
+@Suite("Policy rules (docs/POLICY.md)")
 struct PolicyScenarioTests {
     @Test(arguments: scenarios + routeScenarios)
     func scenario(_ scenario: Scenario) throws {
