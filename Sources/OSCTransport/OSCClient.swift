@@ -12,7 +12,8 @@ public final class OSCClient {
     private var input: [UInt8] = []
     private var inputStart = 0
     private var buffer = [UInt8](repeating: 0, count: 65_536)
-    /// Over UDP, take only datagrams from the server's own address and port (its replies), and
+    /// Over UDP, take only datagrams from the server's own address and port (its replies; any
+    /// loopback address when the server is asked at one), and
     /// drop the rest: notifications come from the server's other sockets, so a client that
     /// listens to them leaves this off; one that acts on a reply (`duckctl page` reads the file
     /// a reply names) turns it on, so another program on the network cannot answer in its place.
@@ -132,7 +133,11 @@ public final class OSCClient {
             if url.transport == .udp {
                 if onlyFromServer {
                     let sender = withUnsafePointer(to: &source) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) } }
-                    guard let sender, sender.bytes == address.bytes, sender.port == address.port else { continue }
+                    // A router on loopback answers from the loopback address the kernel picks
+                    // (127.0.0.1 for a request to 127.0.1.1, Debian's address for the hostname):
+                    // any loopback address then, on the router's port.
+                    guard let sender, sender.port == address.port,
+                          sender.bytes == address.bytes || (address.isLoopback && sender.isLoopback) else { continue }
                 }
                 if let decoded = try? OSCCodec.decode(Array(buffer[0..<count])) { return decoded }
             } else {

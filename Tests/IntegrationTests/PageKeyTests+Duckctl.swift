@@ -100,6 +100,21 @@ extension PageKeyTests {
         #expect(output.status != 0 && !output.stdout.contains(key) && !output.stderr.contains(key) && output.stderr.contains("no answer"), "\(output)")
     }
 
+    @Test("duckctl page asked at 127.0.1.1 (Debian's address for the hostname) takes the answer of a router bound to every interface, which comes from 127.0.0.1")
+    func duckctlPageAtTheHostnamesAddress() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckctl-hostname-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = PageKeyFile(path: folder.appendingPathComponent("s.page-key").path)
+        let (key, _) = try file.loadOrMake()
+        let router = try FakeRouter(bind: "0.0.0.0") { message in
+            message.path == "/page" ? [.string("http://127.0.0.1:1/ui/"), .string(file.path)] : nil
+        }
+        defer { router.stop() }
+        let output = try DuckctlTests.duckctl(["page", "--host", "127.0.1.1", "--port", "\(router.port)", "--timeout", "2"])
+        #expect(output.status == 0 && output.stdout == "http://127.0.0.1:1/ui/#key=\(key)\n", "\(output)")
+    }
+
     @Test("a daemon started with a relative session (as make run starts it) names its key file by an absolute path in /page")
     func relativeSessionAnswersAnAbsolutePath() throws {
         let rig = try OSCRig(http: true, relativeSession: true)
@@ -118,9 +133,10 @@ final class FakeRouter: Sendable {
 
     /// `fromElsewhere`: the answers go out from another socket of this machine (another source
     /// port), as a program spraying forged replies at the asker's port sends them.
-    init(fromElsewhere: Bool = false, replies: @escaping @Sendable (OSCMessage) -> [OSCArgument]?) throws {
+    init(bind: String = "127.0.0.1", fromElsewhere: Bool = false, replies: @escaping @Sendable (OSCMessage) -> [OSCArgument]?) throws {
         var configuration = OSCServer.Configuration()
         configuration.port = 0
+        configuration.bind = bind
         let server = try OSCServer(configuration: configuration)
         self.server = server
         server.start { bytes, peer in
