@@ -15,6 +15,12 @@ extension ControlServer {
             var resolver = CommandResolver(reading: { [router] in router.policyState })
             let resolved = try resolver.resolve(command)
             guard let change = resolved.change else { return [] }
+            // A UDP registration makes the peer's notify socket (`afterChange`): none while the
+            // descriptors are short, so none is registered then (an app with no notify socket
+            // would fail its sends and lose its owner).
+            if case .change(.register, _) = resolved.command, peer.transport == .udp, DescriptorBudget.isShort() {
+                throw Self.shortOfDescriptors
+            }
             let effects: [PolicyEffect]
             do throws(RouterError) { effects = try router.perform([change]) } catch { throw policyError(error) }
             afterChange(resolved.command, peer: peer)
@@ -95,21 +101,28 @@ extension ControlServer {
         }
     }
 
-    /// The target for `url`, or the peer itself when there is none.
+    /// The target for `url`, or the peer itself when there is none (a UDP peer gets a socket of
+    /// its own, none while the descriptors are short).
     func target(url: String?, peer: OSCServer.Peer) throws(PolicyError) -> Target {
         guard let url else {
+            if peer.transport == .udp, DescriptorBudget.isShort() { throw Self.shortOfDescriptors }
             return Target(url: peer.url, destination: server.destination(peer), connection: peer.transport == .tcp ? peer.connection : nil)
         }
         return try target(url: url)
     }
 
     func target(url: String) throws(PolicyError) -> Target {
-        if DescriptorBudget.isShort() { throw PolicyError(.general, "the router is short of descriptors; try again") }
+        if DescriptorBudget.isShort() { throw Self.shortOfDescriptors }
         guard let parsed = OSCURL(url), let destination = server.destination(parsed) else {
+            if DescriptorBudget.isShort() { throw Self.shortOfDescriptors }
             throw PolicyError(.badArgument, "url: cannot reach \(Arguments.quote(url))")
         }
         return Target(url: parsed.description, destination: destination, connection: nil)
     }
+
+    /// The answer to a request that would open a socket while the descriptors kept in reserve are
+    /// all that is left (`DescriptorBudget.isShort`).
+    static let shortOfDescriptors = PolicyError(.general, "the router is short of descriptors; try again")
 
     /// Checks a `/app/<app>/notify` request ("" removes the app's notify address).
     func checkNotify(app: String, url: String) throws(PolicyError) {

@@ -173,7 +173,7 @@ struct OSCLimitsTests {
         #expect(rig.daemon.isRunning)
     }
 
-    @Test("with its descriptor limit lowered to 4 above what it holds, /subscribe to new addresses is refused (short of descriptors) instead of opening sockets the daemon cannot spare; once the limit is back, it is taken")
+    @Test("with its descriptor limit lowered to 4 above what it holds, /subscribe to new addresses, /subscribe and /meters to the asker over UDP, and a UDP registration are refused (short of descriptors) instead of opening sockets the daemon cannot spare; once the limit is back, they are taken")
     func subscriptionsKeepTheReserve() throws {
         let rig = try OSCRig()
         defer { rig.close() }
@@ -189,12 +189,21 @@ struct OSCLimitsTests {
             #expect(answer?.path == "/error" && answer?.arguments.last.flatMap { if case let .string(text) = $0 { text } else { nil } }?.contains("short of descriptors") == true,
                     "/subscribe to port \(port): \(String(describing: answer))")
         }
+        // With no address, over UDP: the asker's own socket would be opened; and a registration,
+        // which opens one for its notifications (an app whose sends fail would lose its owner).
+        for (path, arguments) in [("/subscribe", []), ("/meters", [OSCArgument.float(10)]),
+                                  ("/app/register", [.string("synth"), .string("ambient")])] {
+            let answer = try rig.query(path, arguments)
+            #expect(answer?.path == "/error" && answer?.arguments.last.flatMap { if case let .string(text) = $0 { text } else { nil } }?.contains("short of descriptors") == true,
+                    "\(path): \(String(describing: answer))")
+        }
         #expect(HTTPLimitsTests.descriptors(pid) <= held + 1, "no socket opened for them: \(HTTPLimitsTests.descriptors(pid)) held, \(held) before")
         #expect(rig.daemon.isRunning)
 
         try ProcessLimits.setOpenFiles(pid, soft: limit.soft)
         restored = true
         #expect(try rig.query("/subscribe", [.string("osc.udp://127.0.0.1:40001/")])?.path == "/reply")
+        #expect(try rig.query("/app/register", [.string("synth"), .string("ambient")])?.path == "/reply")
     }
 
     /// `/state`'s `osc` object.
