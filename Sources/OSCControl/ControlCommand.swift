@@ -47,14 +47,7 @@ public enum ControlCommand: Equatable, Sendable {
     /// The app whose session the command acts on (its owner, or an admin, may send it).
     public var app: String? {
         switch self {
-        case let .change(event, _):
-            switch event {
-            case let .register(configuration): configuration.name
-            case let .setCategory(app, _, _, _), let .unregister(app), let .activate(app), let .deactivate(app, _),
-                 let .setAppVolume(app, _), let .setRemoteCommands(app, _), let .setChannelMap(app, _),
-                 let .setActivation(app, _, _): app
-            default: nil
-            }
+        case let .change(event, _): event.app
         case let .setNotify(app, _): app
         default: nil
         }

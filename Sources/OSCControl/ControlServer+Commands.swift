@@ -88,6 +88,9 @@ extension ControlServer {
         case let .register(configuration):
             if owners[configuration.name] == nil {
                 owners[configuration.name] = Owner(peer)
+                // What others scheduled on it while it had no owner is not the new owner's.
+                router.withdrawTimedChanges(actingOn: configuration.name,
+                                            refusal: PolicyError(.notPermitted, "'\(configuration.name)' was registered by another peer before the timed change applied"))
                 if notifyTargets[configuration.name] == nil {
                     notifyTargets[configuration.name] = Target(url: peer.url, destination: server.destination(peer),
                                                                connection: peer.transport == .tcp ? peer.connection : nil)

@@ -64,6 +64,25 @@ public enum PolicyEvent: Equatable, Sendable {
     case setChannelMap(app: String, [ChannelLink]?)
 }
 
+extension PolicyEvent {
+    /// The app the event acts on (nil: none, or every app alike). Every case is listed, with no
+    /// default: a new event must say, so a check that follows it (ownership, the timed changes
+    /// withdrawn with an app) cannot miss one.
+    public var app: String? {
+        switch self {
+        case let .register(configuration): configuration.name
+        case let .setCategory(app, _, _, _), let .unregister(app), let .activate(app), let .deactivate(app, _),
+             let .signal(app, _), let .releaseDuck(app, _), let .setActivation(app, _, _), let .setAppVolume(app, _),
+             let .setRemoteCommands(app, _), let .setChannelMap(app, _):
+            app
+        case .outsideInterruptionBegan, .outsideInterruptionEnded, .setSilentSwitch, .setSystemVolume, .setDucking,
+             .setDuckingRules, .setDuckingRule, .removeDuckingRule, .setLoudnessDucks, .remoteCommand, .selectRoute,
+             .setRouteAvailable:
+            nil
+        }
+    }
+}
+
 /// One line of a multiRoute app's channel map: app channel → route channel (both from 1).
 public struct ChannelLink: Hashable, Sendable, CustomStringConvertible {
     public var appChannel: Int

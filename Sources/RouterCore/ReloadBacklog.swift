@@ -154,15 +154,7 @@ struct ReloadBacklog: Equatable {
     }
 
     /// The app an event is about (nil: none).
-    static func app(of event: PolicyEvent) -> String? {
-        switch event {
-        case let .register(configuration): configuration.name
-        case let .unregister(app), let .setChannelMap(app, _), let .setActivation(app, _, _), let .setAppVolume(app, _),
-             let .activate(app), let .setCategory(app, _, _, _), let .setRemoteCommands(app, _):
-            app
-        default: nil
-        }
-    }
+    static func app(of event: PolicyEvent) -> String? { event.app }
 
     /// What a reload step's event sets, in the words of the log.
     static func subject(of event: PolicyEvent, label: String) -> String {

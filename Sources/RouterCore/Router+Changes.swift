@@ -94,6 +94,7 @@ extension Router {
             updateLatencies()
         }
         followBacklog(changes, effects: transaction.effects, runTime: !reloadStep)
+        withdrawTimedChanges(actingOnAppsRemovedIn: transaction.effects)
         for effect in transaction.effects { announce(effect) }
         return transaction.effects
     }
@@ -128,6 +129,17 @@ extension Router {
         for case let .appRemoved(name) in effects {
             let dropped = reloadBacklog.appRemoved(name)
             if !dropped.isEmpty { logger.notice("'\(name)' removed: \(dropped.joined(separator: ", ")) no longer wait\(dropped.count == 1 ? "s" : "") for a restart") }
+        }
+    }
+
+    /// Timed changes that act on an app removed now are withdrawn (their completions refused): an
+    /// app registered later under the same name is another app, perhaps another owner's.
+    private func withdrawTimedChanges(actingOnAppsRemovedIn effects: [PolicyEffect]) {
+        guard !timed.isEmpty else { return }
+        for case let .appRemoved(name) in effects {
+            for entry in timed.take(actingOn: name) {
+                entry.completion(.failure(.policy(PolicyError(.unknownApp, "'\(name)' was removed before the timed change applied"))))
+            }
         }
     }
 

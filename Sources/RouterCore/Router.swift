@@ -316,9 +316,19 @@ public final class Router: @unchecked Sendable {
             }
             _ = try ChangeTransaction(changes, policy: policy, inventory: inventory,
                                       defaultChannelCount: defaultChannelCount, fromGraph: false)
+            guard !timed.isFull else {
+                throw .policy(PolicyError(.general, "too many timed changes waiting (\(TimedChanges.capacity)); try again"))
+            }
             let frame = client.frameTime(atMicroseconds: client.microseconds &+ UInt64(delay * 1_000_000))
             timed.insert(.init(changes: changes, frame: frame, completion: completion, keyGeneration: keyGeneration))
         }
+    }
+
+    /// Drops the changes waiting for their moment that act on `app` (it changed owner: what was
+    /// allowed on it before is not the new owner's); their completions get `refusal`.
+    public func withdrawTimedChanges(actingOn app: String, refusal: PolicyError) {
+        let withdrawn = queue.sync { timed.take(actingOn: app) }
+        for entry in withdrawn { entry.completion(.failure(.policy(refusal))) }
     }
 
     /// Drops the changes waiting for their moment that a control page key older than
