@@ -34,9 +34,11 @@ public enum DescriptorBudget {
     }
 
     /// Raises the soft limit to the hard one, at most `ceiling` (never lowers it): the limits
-    /// before and after.
+    /// before and after. Opens `isShort`'s descriptor of its own too.
     @discardableResult
     public static func raiseSoftLimit() -> (before: Int, after: Int, hard: Int) {
+        // The daemon calls this first: `isShort`'s descriptor is opened while there are plenty.
+        _ = probe
         var value = rlimit()
         guard getrlimit(resource, &value) == 0 else { return (Int.max, Int.max, Int.max) }
         let before = count(value.rlim_cur)
