@@ -135,20 +135,24 @@ let package = Package(
         ]),
         // The OSC control path of a running router, measured from outside: command latency to the
         // first moved output sample, and sustained messages per second (make bench).
+        // A rig of private JACK servers (jackd or PipeWire), clients that play and capture
+        // audio through real ports, and the processes around them: for the tests, the
+        // benchmarks, the soak and the hostile run alike.
+        .target(name: "JackRig", dependencies: ["JackHost", "Engine"]),
         .executableTarget(name: "oscbench", dependencies: [
-            "JackHost", "JackTestSupport", "OSCTransport",
+            "JackHost", "JackRig", "OSCTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         // A long run under random valid and invalid OSC and app churn (make soak, and 60 s in make test).
         .executableTarget(name: "ducksoak", dependencies: [
-            "JackHost", "JackTestSupport", "OSCTransport",
+            "JackHost", "JackRig", "OSCTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         // The router under hostile traffic from a refused and an allowed host, on every listener (make hostile).
         .executableTarget(name: "duckhostile", dependencies: [
-            "JackHost", "JackTestSupport", "OSCTransport",
+            "JackHost", "JackRig", "OSCTransport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -167,14 +171,11 @@ let package = Package(
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ]),
 
-        // Test support: a malloc/free interposer that counts calls made on one chosen thread,
-        // and helpers that start a private jackd and play/capture audio through real ports.
+        // Test support: a malloc/free interposer that counts calls made on one chosen thread.
         .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
-        .target(name: "JackTestSupport", dependencies: ["JackHost", "Engine"],
-                path: "Tests/JackTestSupport"),
 
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CMixReference", "CFloatEnvironment", "CAllocCounter"]),
-        .testTarget(name: "JackHostTests", dependencies: ["JackHost", "CJack", "JackTestSupport", "CAllocCounter"]),
+        .testTarget(name: "JackHostTests", dependencies: ["JackHost", "CJack", "JackRig", "CAllocCounter"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "LoudnessTests", dependencies: ["Loudness", "Engine"]),
         .testTarget(name: "RouterCoreTests", dependencies: ["RouterCore", "Engine", "Policy", "SessionStore"]),
@@ -194,7 +195,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "RouterCore", "JackHost", "Engine", "SessionStore", "JackTestSupport", "CAllocCounter", "OSCTransport", "Loudness",
+            "RouterCore", "JackHost", "Engine", "SessionStore", "JackRig", "CAllocCounter", "OSCTransport", "Loudness",
             "BuildInfo",
         ], exclude: ["Resources"]),
     ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The integration tests on PipeWire's JACK (issue 16): every JackServer of the run is a private
-# headless PipeWire (JACK_IMPL=pipewire, Tests/JackTestSupport/JackServer+PipeWire.swift), and the
+# headless PipeWire (JACK_IMPL=pipewire, Sources/JackRig/JackServer+PipeWire.swift), and the
 # test process and the daemons it starts load PipeWire's libjack instead of JACK2's.
 #
 # Arguments go to `swift test` (e.g. --filter). Without any, every integration suite and the

@@ -1,5 +1,5 @@
 import Foundation
-import JackTestSupport
+import JackRig
 import OSCTransport
 
 /// One kind of hostile traffic from one host, on a thread of its own until `stop()`: bounded in

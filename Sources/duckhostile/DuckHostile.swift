@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import OSCTransport
 
 /// `duckhostile`: the router under a show's worth of hostile network traffic (`make hostile`).

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import OSCTransport
 
 /// `ducksoak`: a long run of the daemon under load (issue 7, acceptance 2; `make soak`).

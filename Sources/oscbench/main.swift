@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import OSCTransport
 
 /// `oscbench`: the OSC control path of a running duckrouter, measured from outside (issue 4).

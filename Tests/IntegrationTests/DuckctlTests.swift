@@ -1,7 +1,7 @@
 import BuildInfo
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import OSCTransport
 import Testing
 

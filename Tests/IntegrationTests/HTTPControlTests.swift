@@ -1,5 +1,5 @@
 import Foundation
-import JackTestSupport
+import JackRig
 import OSCTransport
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import JackTestSupport
+import JackRig
 import OSCTransport
 
 /// A duckrouter daemon on one host of a `NetworkHosts` pair (started with `ip netns exec`, so its

@@ -1,5 +1,5 @@
 import Foundation
-import JackTestSupport
+import JackRig
 import Policy
 import RouterCore
 import Testing

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import JackTestSupport
+import JackRig
 @testable import RouterCore
 import Testing
 

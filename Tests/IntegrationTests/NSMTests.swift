@@ -1,6 +1,6 @@
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import OSCTransport
 import Testing
 

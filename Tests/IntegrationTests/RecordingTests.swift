@@ -1,4 +1,4 @@
-import JackTestSupport
+import JackRig
 import Testing
 
 /// The test harness's reading of a recording: which whole cycles are silence amid sound (what a

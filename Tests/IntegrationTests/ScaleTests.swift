@@ -1,7 +1,7 @@
 import CAllocCounter
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import Policy
 import RouterCore
 import SessionStore

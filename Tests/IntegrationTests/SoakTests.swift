@@ -1,5 +1,5 @@
 import Foundation
-import JackTestSupport
+import JackRig
 import Testing
 
 /// Issue 7, acceptance 2, the short version in `make test` (`make soak` runs the long one):

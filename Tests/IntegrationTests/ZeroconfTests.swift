@@ -1,5 +1,5 @@
 import Foundation
-import JackTestSupport
+import JackRig
 import Testing
 
 /// Issue 17: zeroconf. The router's OSC and OSCQuery services as avahi-browse sees them, with an

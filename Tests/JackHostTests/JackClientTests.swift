@@ -2,11 +2,11 @@ import Engine
 import CJack
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import Synchronization
 import Testing
 
-/// The JACK client against a real server: a private `jackd -d dummy` per test (JackTestSupport),
+/// The JACK client against a real server: a private `jackd -d dummy` per test (JackRig),
 /// or a private PipeWire with `JACK_IMPL=pipewire`. Serialized: JACK2 has room for only a few
 /// servers on a machine.
 @Suite("JackHost: JackClient", .serialized)

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import Testing
 
 /// The latency callback sets port latencies inside JACK's callback, as JACK's API asks. On

@@ -1,6 +1,6 @@
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import Testing
 
 /// Calls that wait for the server's answer have a deadline: libjack's requests have none, and a

@@ -1,6 +1,6 @@
 import Foundation
 import JackHost
-import JackTestSupport
+import JackRig
 import Testing
 
 /// Ports an active client gives up on JACK2 are kept as spares rather than unregistered: JACK2's
