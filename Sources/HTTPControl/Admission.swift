@@ -45,8 +45,9 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     let rules: Rules
     private let book: ConnectionBook
     private(set) var verdict = Verdict.undecided
-    /// The key of the slot this connection holds (`ConnectionBook.admit`), while it holds one.
-    private var slot: ConnectionBook.Key?
+    /// The host the slot this connection holds is counted under (`ConnectionBook.admit`), while
+    /// it holds one.
+    private var slot: String?
     private var isWebSocket = false
     private var deadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
@@ -100,10 +101,10 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
             book.shortOfDescriptors(address)
             return answer(context, Self.short)
         }
-        let key = ConnectionBook.Key(host: parsed.countedHostName, admin: rules.admin.contains { $0.port == nil && $0.contains(parsed.bytes, port: parsed.port) })
-        switch book.admit(key, from: address) {
+        let admin = rules.admin.contains { $0.port == nil && $0.contains(parsed.bytes, port: parsed.port) }
+        switch book.admit(parsed.countedHostName, admin: admin, from: address) {
         case .admitted:
-            slot = key
+            slot = parsed.countedHostName
             verdict = .admitted
             arm(rules.exchangeTimeout)
         case .overTotal, .overAddress:
@@ -122,9 +123,9 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     private func release() {
         deadline?.cancel()
         deadline = nil
-        if let key = slot {
+        if let host = slot {
             slot = nil
-            book.release(key, webSocket: isWebSocket)
+            book.release(host, webSocket: isWebSocket)
         }
     }
 

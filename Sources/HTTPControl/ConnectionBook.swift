@@ -51,7 +51,7 @@ final class ConnectionBook: Sendable {
     }
 
     private struct State {
-        var byAddress: [Key: Int] = [:]
+        var byAddress: [String: Int] = [:]
         var open = 0
         var webSockets = 0
         var refused = 0
@@ -69,23 +69,17 @@ final class ConnectionBook: Sendable {
         self.logger = logger
     }
 
-    /// What a connection is counted under against the cap per address: its address
-    /// (`SocketAddress.countedHostName`), an osc.admin address's apart.
-    struct Key: Hashable, Sendable {
-        var host: String
-        var admin: Bool
-    }
-
-    /// Takes a slot for an allowed peer (at `address`, for the log), if both caps leave one; an
-    /// admin may take one of the reserve beyond the total.
-    func admit(_ key: Key, from address: String) -> Admitted {
+    /// Takes a slot for an allowed peer counted as `host` (`SocketAddress.countedHostName`; at
+    /// `address`, for the log), if both caps leave one; an admin may take one of the reserve
+    /// beyond the total.
+    func admit(_ host: String, admin: Bool, from address: String) -> Admitted {
         let (verdict, line) = state.withLock { state -> (Admitted, RefusalLog.Line?) in
-            let mine = state.byAddress[key, default: 0]
-            let total = limits.total + (key.admin ? limits.adminReserve : 0)
+            let mine = state.byAddress[host, default: 0]
+            let total = limits.total + (admin ? limits.adminReserve : 0)
             let verdict: Admitted = state.open >= total ? .overTotal : mine >= limits.perAddress ? .overAddress : .admitted
             guard verdict != .admitted else {
                 state.open += 1
-                state.byAddress[key] = mine + 1
+                state.byAddress[host] = mine + 1
                 return (verdict, nil)
             }
             state.turnedAway += 1
@@ -96,15 +90,15 @@ final class ConnectionBook: Sendable {
         return verdict
     }
 
-    /// An admitted connection counted under `key` closed.
-    func release(_ key: Key, webSocket: Bool) {
+    /// An admitted connection counted as `host` closed.
+    func release(_ host: String, webSocket: Bool) {
         state.withLock { state in
             state.open -= 1
             if webSocket { state.webSockets -= 1 }
-            if let mine = state.byAddress[key], mine > 1 {
-                state.byAddress[key] = mine - 1
+            if let mine = state.byAddress[host], mine > 1 {
+                state.byAddress[host] = mine - 1
             } else {
-                state.byAddress[key] = nil
+                state.byAddress[host] = nil
             }
         }
     }

@@ -24,9 +24,6 @@ final class Connection {
     var spoke = false
     /// A packet was taken out of `input` since the deadline was last looked at.
     var tookPacket = false
-    /// A peer's connection only: the key it is counted under against the cap per address
-    /// (OSCServer+Admission.swift).
-    var countedAs: [UInt8] = []
 
     init(fd: Int32, id: Int, address: SocketAddress, inbound: Bool) {
         self.fd = fd

@@ -10,7 +10,7 @@ import Glibc
 /// `maximumConnectionsPerAddress` of them from its address; over either it is turned away the same
 /// way. Beyond these, `adminReserve` slots are kept for peers `isAdmin` accepts (osc.admin), so
 /// that allowed peers holding every other slot never lock an admin out. A host is counted by its
-/// address (`SocketAddress.countedHost`), an admin's connections apart. A connection must deliver a complete packet within `packetTimeout` of its accept, and
+/// address (`SocketAddress.countedHost`). A connection must deliver a complete packet within `packetTimeout` of its accept, and
 /// finish each packet it begins within `packetTimeout`, or it is closed; one that has sent a
 /// packet and holds no partial one is kept however long it is quiet (a surface that only listens
 /// to notifications), and TCP keep-alive finds one whose host has gone. Each closing is logged
@@ -95,8 +95,7 @@ extension OSCServer {
                 Glibc.close(fd)
                 continue
             }
-            var countedAs: [UInt8] = []
-            if let rejection = rejection(of: address, countedAs: &countedAs, fd: fd, soft: soft, limit: limit) {
+            if let rejection = rejection(of: address, fd: fd, soft: soft, limit: limit) {
                 turnAway(fd, address, rejection)
                 continue
             }
@@ -109,23 +108,19 @@ extension OSCServer {
             let id = newConnectionID()
             let connection = Connection(fd: fd, id: id, address: address, inbound: true)
             connection.deadline = OSCServer.nowMilliseconds() + packetTimeoutMilliseconds
-            connection.countedAs = countedAs
             connections[id] = connection
-            inboundByHost[countedAs, default: 0] += 1
+            inboundByHost[address.countedHost, default: 0] += 1
             inboundCount += 1
         }
     }
 
-    /// Why a peer at `address` may not connect now (nil: it may), and the key it is counted under
-    /// per address (an admin's apart).
-    private func rejection(of address: SocketAddress, countedAs: inout [UInt8], fd: Int32, soft: Int, limit: Int) -> Rejection? {
+    /// Why a peer at `address` may not connect now (nil: it may).
+    private func rejection(of address: SocketAddress, fd: Int32, soft: Int, limit: Int) -> Rejection? {
         if !admits(address) { return .notAllowed }
         if DescriptorBudget.isInReserve(fd, soft: soft) { return .outOfDescriptors }
-        let admin = isAdmin(address)
-        countedAs = address.countedHost + (admin ? [1] : [])
-        if inboundCount >= limit + (admin ? max(0, configuration.adminReserve) : 0) { return .tooMany(limit: limit) }
+        if inboundCount >= limit + (isAdmin(address) ? max(0, configuration.adminReserve) : 0) { return .tooMany(limit: limit) }
         let perAddress = configuration.maximumConnectionsPerAddress
-        if inboundByHost[countedAs, default: 0] >= perAddress { return .tooManyFromAddress(limit: perAddress) }
+        if inboundByHost[address.countedHost, default: 0] >= perAddress { return .tooManyFromAddress(limit: perAddress) }
         return nil
     }
 

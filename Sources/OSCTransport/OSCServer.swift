@@ -451,8 +451,8 @@ public final class OSCServer: @unchecked Sendable {
         Glibc.close(c.fd)
         if c.inbound {
             inboundCount -= 1
-            let left = inboundByHost[c.countedAs, default: 1] - 1
-            inboundByHost[c.countedAs] = left > 0 ? left : nil
+            let left = inboundByHost[c.address.countedHost, default: 1] - 1
+            inboundByHost[c.address.countedHost] = left > 0 ? left : nil
         }
         if let reason { onProblem("TCP \(c.address): \(reason)") }
         if c.inbound { onClose(Peer(transport: .tcp, address: c.address, connection: c.id)) }
