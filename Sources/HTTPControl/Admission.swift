@@ -165,7 +165,7 @@ final class Admission: ChannelInboundHandler, RemovableChannelHandler {
     /// read, so the same for every method (a HEAD gets the body too).
     static let forbidden = fixedAnswer("403 Forbidden", "this address is not allowed to control this router (osc.allow)")
     static let unavailable = fixedAnswer("503 Service Unavailable", "too many HTTP connections; try again")
-    static let short = fixedAnswer("503 Service Unavailable", "the router is short of descriptors; try again")
+    static let short = fixedAnswer("503 Service Unavailable", DescriptorBudget.shortMessage)
 
     private static func fixedAnswer(_ status: String, _ reason: String) -> ByteBuffer {
         let body = reason + "\n"

@@ -115,7 +115,7 @@ extension ControlServer {
     }
 
     func target(url: String) throws(PolicyError) -> Target {
-        if DescriptorBudget.isShort() { throw Self.shortOfDescriptors }
+        // `destination` opens no socket while the descriptors are short: say which it was.
         guard let parsed = OSCURL(url), let destination = server.destination(parsed) else {
             if DescriptorBudget.isShort() { throw Self.shortOfDescriptors }
             throw PolicyError(.badArgument, "url: cannot reach \(Arguments.quote(url))")
@@ -125,7 +125,7 @@ extension ControlServer {
 
     /// The answer to a request that would open a socket while the descriptors kept in reserve are
     /// all that is left (`DescriptorBudget.isShort`).
-    static let shortOfDescriptors = PolicyError(.general, "the router is short of descriptors; try again")
+    static let shortOfDescriptors = PolicyError(.general, DescriptorBudget.shortMessage)
 
     /// Checks a `/app/<app>/notify` request ("" removes the app's notify address).
     func checkNotify(app: String, url: String) throws(PolicyError) {

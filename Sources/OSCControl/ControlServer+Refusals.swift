@@ -47,7 +47,7 @@ extension ControlServer {
         case let .tooMany(limit):
             PolicyError(.general, "too many connections (at most \(limit)); try again")
         case .outOfDescriptors:
-            PolicyError(.general, "the router is short of descriptors; try again")
+            PolicyError(.general, DescriptorBudget.shortMessage)
         }
         return OSCCodec.encode(OSCMessage("/error", [.string("/"), .int32(error.code.rawValue), .string(error.message)]))
     }

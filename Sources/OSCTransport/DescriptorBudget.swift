@@ -73,6 +73,9 @@ public enum DescriptorBudget {
         Int(fd) >= soft - reserve(soft: soft)
     }
 
+    /// What a peer turned away for want of descriptors is told, over OSC and HTTP alike.
+    public static let shortMessage = "the router is short of descriptors; try again"
+
     /// Whether the next descriptor opened would be among the last `reserve(soft:)` of the soft
     /// limit as it is now (it may have been lowered since start): the lowest free number, found
     /// by duplicating a descriptor of its own and closing the copy. True when none is left.

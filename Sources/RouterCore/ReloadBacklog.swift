@@ -32,7 +32,7 @@ struct ReloadBacklog: Equatable {
             self.reason = reason
             self.event = event
             self.fileEvent = event
-            self.app = app ?? event.flatMap(ReloadBacklog.app(of:))
+            self.app = app ?? event?.app
         }
 
         /// Whether changes made at run time left it other than the file's: the restart must
@@ -152,9 +152,6 @@ struct ReloadBacklog: Equatable {
             return nil
         }
     }
-
-    /// The app an event is about (nil: none).
-    static func app(of event: PolicyEvent) -> String? { event.app }
 
     /// What a reload step's event sets, in the words of the log.
     static func subject(of event: PolicyEvent, label: String) -> String {
