@@ -10,11 +10,6 @@ import Testing
 struct HTTPLimitsTests {
     static let refusing = #", "bind": "0.0.0.0", "allow": ["127.0.0.1/32"]"#
 
-    /// The descriptors `pid` holds now.
-    static func descriptors(_ pid: Int32) -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
-    }
-
     /// The daemon's connections on `port` that have received bytes and left none of them
     /// unread (`ss -ti`: Recv-Q 0, `bytes_received` above 0): requests it has read. A connection
     /// whose peer has sent nothing yet does not count.
@@ -75,7 +70,7 @@ struct HTTPLimitsTests {
         init(_ pid: Int32) {
             Thread.detachNewThread { [self] in
                 while lock.withLock({ running }) {
-                    let count = HTTPLimitsTests.descriptors(pid)
+                    let count = openDescriptors(pid) ?? -1
                     lock.withLock { most = max(most, count) }
                     usleep(2000)
                 }
@@ -96,7 +91,7 @@ struct HTTPLimitsTests {
         let rig = try OSCRig(osc: Self.refusing, http: true)
         defer { rig.close() }
         let pid = rig.daemon.processIdentifier
-        let before = Self.descriptors(pid)
+        let before = openDescriptors(pid) ?? -1
         let watch = DescriptorWatch(pid)
         var held: [Int32] = []
         defer { for fd in held { close(fd) } }
@@ -336,7 +331,7 @@ struct HTTPLimitsTests {
         let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
         let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
         let original = try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[3]), "\(line)")
-        let lowered = Self.descriptors(pid) + 4
+        let lowered = (openDescriptors(pid) ?? -1) + 4
         try setSoftLimit(lowered)
         var restored = false
         defer { if !restored { try? setSoftLimit(original) } }
@@ -353,7 +348,7 @@ struct HTTPLimitsTests {
         print(String(format: "HTTPLimitsTests: daemon CPU over 2 s: %.2f s quiet, %.2f s with its limit 4 above what it holds after 24 peers, of which %.2f s on its event loops (busiest: %@)",
                      quiet.total, atLimit.total, atLimit.eventLoops, atLimit.busiest))
         #expect(atLimit.eventLoops < 0.5, "HTTP's accept loop spins: \(atLimit.eventLoops) s of CPU in 2 s (busiest: \(atLimit.busiest))")
-        #expect(Self.descriptors(pid) < lowered, "the daemon kept its last descriptors: \(Self.descriptors(pid)) of \(lowered)")
+        #expect((openDescriptors(pid) ?? -1) < lowered, "the daemon kept its last descriptors: \(openDescriptors(pid) ?? -1) of \(lowered)")
         #expect(!rig.log.contains("HTTP cannot accept connections"), "it never ran out")
         #expect(rig.log.contains("short of descriptors"), "\(rig.log)")
         // (Over UDP: a TCP connection would be turned away for want of descriptors too.)

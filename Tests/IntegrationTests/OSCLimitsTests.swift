@@ -179,25 +179,26 @@ struct OSCLimitsTests {
         defer { rig.close() }
         let pid = rig.daemon.processIdentifier
         let limit = try #require(ProcessLimits.openFiles(pid))
-        let held = HTTPLimitsTests.descriptors(pid)
+        let held = openDescriptors(pid) ?? -1
         try ProcessLimits.setOpenFiles(pid, soft: held + 4)
         var restored = false
         defer { if !restored { try? ProcessLimits.setOpenFiles(pid, soft: limit.soft) } }
 
+        func isShortOfDescriptors(_ answer: OSCMessage?) -> Bool {
+            answer?.path == "/error" && answer?.arguments.last == .string(DescriptorBudget.shortMessage)
+        }
         for port in 40001...40006 {
             let answer = try rig.query("/subscribe", [.string("osc.udp://127.0.0.1:\(port)/")])
-            #expect(answer?.path == "/error" && answer?.arguments.last.flatMap { if case let .string(text) = $0 { text } else { nil } }?.contains("short of descriptors") == true,
-                    "/subscribe to port \(port): \(String(describing: answer))")
+            #expect(isShortOfDescriptors(answer), "/subscribe to port \(port): \(String(describing: answer))")
         }
         // With no address, over UDP: the asker's own socket would be opened; and a registration,
         // which opens one for its notifications (an app whose sends fail would lose its owner).
         for (path, arguments) in [("/subscribe", []), ("/meters", [OSCArgument.float(10)]),
                                   ("/app/register", [.string("synth"), .string("ambient")])] {
             let answer = try rig.query(path, arguments)
-            #expect(answer?.path == "/error" && answer?.arguments.last.flatMap { if case let .string(text) = $0 { text } else { nil } }?.contains("short of descriptors") == true,
-                    "\(path): \(String(describing: answer))")
+            #expect(isShortOfDescriptors(answer), "\(path): \(String(describing: answer))")
         }
-        #expect(HTTPLimitsTests.descriptors(pid) <= held + 1, "no socket opened for them: \(HTTPLimitsTests.descriptors(pid)) held, \(held) before")
+        #expect((openDescriptors(pid) ?? -1) <= held + 1, "no socket opened for them: \(openDescriptors(pid) ?? -1) held, \(held) before")
         #expect(rig.daemon.isRunning)
 
         try ProcessLimits.setOpenFiles(pid, soft: limit.soft)

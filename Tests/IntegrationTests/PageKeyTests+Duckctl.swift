@@ -87,32 +87,18 @@ extension PageKeyTests {
 
     @Test("duckctl page takes /page's answer only from the address and port it asked: a forged reply from another port, naming a key file, is ignored")
     func duckctlPageIgnoresForgedReplies() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckctl-forged-\(getpid())-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let other = PageKeyFile(path: folder.appendingPathComponent("other-session.page-key").path)
-        let (key, _) = try other.loadOrMake()
-        let forger = try FakeRouter(fromElsewhere: true) { message in
-            message.path == "/page" ? [.string("http://127.0.0.1:1/ui/"), .string(other.path)] : nil
+        try FakeRouter.withPageKey(fromElsewhere: true) { forger, key in
+            let output = try DuckctlTests.duckctl(["page", "--port", "\(forger.port)", "--timeout", "1"])
+            #expect(output.status != 0 && !output.stdout.contains(key) && !output.stderr.contains(key) && output.stderr.contains("no answer"), "\(output)")
         }
-        defer { forger.stop() }
-        let output = try DuckctlTests.duckctl(["page", "--port", "\(forger.port)", "--timeout", "1"])
-        #expect(output.status != 0 && !output.stdout.contains(key) && !output.stderr.contains(key) && output.stderr.contains("no answer"), "\(output)")
     }
 
     @Test("duckctl page asked at 127.0.1.1 (Debian's address for the hostname) takes the answer of a router bound to every interface, which comes from 127.0.0.1")
     func duckctlPageAtTheHostnamesAddress() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckctl-hostname-\(getpid())-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = PageKeyFile(path: folder.appendingPathComponent("s.page-key").path)
-        let (key, _) = try file.loadOrMake()
-        let router = try FakeRouter(bind: "0.0.0.0") { message in
-            message.path == "/page" ? [.string("http://127.0.0.1:1/ui/"), .string(file.path)] : nil
+        try FakeRouter.withPageKey(bind: "0.0.0.0") { router, key in
+            let output = try DuckctlTests.duckctl(["page", "--host", "127.0.1.1", "--port", "\(router.port)", "--timeout", "2"])
+            #expect(output.status == 0 && output.stdout == "http://127.0.0.1:1/ui/#key=\(key)\n", "\(output)")
         }
-        defer { router.stop() }
-        let output = try DuckctlTests.duckctl(["page", "--host", "127.0.1.1", "--port", "\(router.port)", "--timeout", "2"])
-        #expect(output.status == 0 && output.stdout == "http://127.0.0.1:1/ui/#key=\(key)\n", "\(output)")
     }
 
     @Test("a daemon started with a relative session (as make run starts it) names its key file by an absolute path in /page")
@@ -151,4 +137,20 @@ final class FakeRouter: Sendable {
     }
 
     func stop() { server.stop() }
+
+    /// Runs `body` with a key file of its own (a new key, kept as the router keeps one) and a
+    /// FakeRouter that answers /page with its path and the page at http://127.0.0.1:1/ui/.
+    static func withPageKey(bind: String = "127.0.0.1", fromElsewhere: Bool = false,
+                            _ body: (FakeRouter, _ key: String) throws -> Void) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckctl-page-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = PageKeyFile(path: folder.appendingPathComponent("s.page-key").path)
+        let (key, _) = try file.loadOrMake()
+        let router = try FakeRouter(bind: bind, fromElsewhere: fromElsewhere) { message in
+            message.path == "/page" ? [.string("http://127.0.0.1:1/ui/"), .string(file.path)] : nil
+        }
+        defer { router.stop() }
+        try body(router, key)
+    }
 }
