@@ -49,7 +49,7 @@ public struct DuckingRule: Equatable, Sendable {
         if level == nil && target == nil {
             return PolicyError(.badArgument, "\(name): give a level (dB), a target (LU) or both")
         }
-        if let level, !(level.isFinite && (-144...0).contains(level)) {
+        if let level, !(level.isFinite && Limits.duckLevel.contains(level)) {
             return PolicyError(.badArgument, "\(name): level: expected -144 to 0 dB, got \(level)")
         }
         if let target, !(target.isFinite && DuckingSettings.targetRange.contains(target)) {
@@ -61,7 +61,7 @@ public struct DuckingRule: Equatable, Sendable {
         if floor != nil && target == nil {
             return PolicyError(.badArgument, "\(name): a floor bounds a loudness target; this rule has none")
         }
-        for time in [attack, release].compactMap({ $0 }) where !(time.isFinite && (0...60000).contains(time)) {
+        for time in [attack, release].compactMap({ $0 }) where !(time.isFinite && Limits.rampMilliseconds.contains(time)) {
             return PolicyError(.badArgument, "\(name): expected 0 to 60000 ms, got \(time)")
         }
         return nil
@@ -82,11 +82,11 @@ public struct DuckingSettings: Equatable, Sendable {
     public var floor: Double = -40
     public var rules: [DuckingRule] = []
 
-    public static let targetRange: ClosedRange<Double> = 0...60
+    public static let targetRange = Limits.duckTarget
 
     /// Whether any duck may aim at a loudness target: the apps' loudness must be measured.
     public var usesLoudness: Bool { target != nil || rules.contains { $0.target != nil } }
-    public static let floorRange: ClosedRange<Double> = -144...0
+    public static let floorRange = Limits.duckLevel
 
     public init(level: Double = -14, attack: Double = 100, release: Double = 500, target: Double? = nil,
                 floor: Double = -40, rules: [DuckingRule] = []) {

@@ -185,8 +185,8 @@ private struct Transition {
         case let .setActivation(name, activation, signal):
             let index = try state.index(of: name)
             if let signal {
-                guard signal.threshold.isFinite, (-120...0).contains(signal.threshold), signal.attack.isFinite, (0...10000).contains(signal.attack),
-                      signal.hold.isFinite, (0...60000).contains(signal.hold), signal.hysteresis.isFinite, (0...40).contains(signal.hysteresis) else {
+                guard signal.threshold.isFinite, Limits.signalThreshold.contains(signal.threshold), signal.attack.isFinite, Limits.signalAttack.contains(signal.attack),
+                      signal.hold.isFinite, Limits.rampMilliseconds.contains(signal.hold), signal.hysteresis.isFinite, Limits.signalHysteresis.contains(signal.hysteresis) else {
                     throw PolicyError(.badArgument, "signal: expected threshold -120..0 dBFS, attack 0..10000 ms, hold 0..60000 ms, hysteresis 0..40 dB")
                 }
                 if state.apps[index].signal != signal { save = true }
@@ -244,7 +244,7 @@ private struct Transition {
             save = true
         case let .setAppVolume(name, volume):
             let index = try state.index(of: name)
-            let gain = try linear(volume, setting: "app volume", maximumDecibels: 24)
+            let gain = try linear(volume, setting: "app volume", maximumDecibels: Limits.appGain.upperBound)
             guard gain != state.apps[index].volume else { return }
             state.apps[index].volume = gain
             save = true
@@ -485,15 +485,15 @@ private struct Transition {
     mutating func setDucking(_ parameter: DuckingParameter) throws(PolicyError) {
         switch parameter {
         case let .level(dB):
-            guard dB.isFinite, (-144...0).contains(dB) else { throw badValue("ducking level", dB, "a level in dB from -144 to 0") }
+            guard dB.isFinite, Limits.duckLevel.contains(dB) else { throw badValue("ducking level", dB, "a level in dB from -144 to 0") }
             guard dB != state.ducking.level else { return }
             state.ducking.level = dB
         case let .attack(ms):
-            guard ms.isFinite, (0...60_000).contains(ms) else { throw badValue("ducking attack", ms, "milliseconds from 0 to 60000") }
+            guard ms.isFinite, Limits.rampMilliseconds.contains(ms) else { throw badValue("ducking attack", ms, "milliseconds from 0 to 60000") }
             guard ms != state.ducking.attack else { return }
             state.ducking.attack = ms
         case let .release(ms):
-            guard ms.isFinite, (0...60_000).contains(ms) else { throw badValue("ducking release", ms, "milliseconds from 0 to 60000") }
+            guard ms.isFinite, Limits.rampMilliseconds.contains(ms) else { throw badValue("ducking release", ms, "milliseconds from 0 to 60000") }
             guard ms != state.ducking.release else { return }
             state.ducking.release = ms
         case let .target(lu):
@@ -514,7 +514,7 @@ private struct Transition {
     /// ducks by loudness (it ended while the loop measured) is passed over; a depth that is not a
     /// level is refused. Not a setting: nothing is saved.
     mutating func setLoudnessDucks(_ depths: [DuckPair: Double]) throws(PolicyError) {
-        for (pair, dB) in depths where !(dB.isFinite && (-144...0).contains(dB)) {
+        for (pair, dB) in depths where !(dB.isFinite && Limits.duckLevel.contains(dB)) {
             throw PolicyError(.badArgument, "loudness duck \(pair): expected -144 to 0 dB, got \(dB)")
         }
         let current = Dictionary(state.loudnessTargetedDucks.map { ($0.pair, $0.rule) }, uniquingKeysWith: { first, _ in first })
@@ -536,7 +536,7 @@ private struct Transition {
     func linear(_ volume: Volume, setting: String, maximumDecibels: Double) throws(PolicyError) -> Float {
         switch volume {
         case let .position(position):
-            guard position.isFinite, (0...1).contains(position) else {
+            guard position.isFinite, Limits.volume.contains(position) else {
                 throw badValue(setting, position, "a slider position from 0 to 1")
             }
             return Decibels.linear(sliderPosition: Float(position))

@@ -19,10 +19,11 @@ public enum Activity: Hashable, Sendable {
 }
 
 /// What an app's audio is doing, as notifications and `/state` report it.
-public enum AppAudioState: String, Sendable {
-    case inactive, active, ducked, interrupted, silenced
+public enum AppAudioState: String, CaseIterable, Sendable {
+    case inactive
     /// A signal-activated app waiting for its sound: heard, but ducking and interrupting no one.
     case listening
+    case active, ducked, interrupted, silenced
 }
 
 extension PolicyState {

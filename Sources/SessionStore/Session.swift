@@ -237,5 +237,5 @@ public struct Session: Equatable, Sendable {
     }
 
     /// The most channels one app or route may have.
-    public static let maximumChannels = 32
+    public static let maximumChannels = Limits.appChannels.upperBound
 }

@@ -230,9 +230,9 @@ struct Validator {
     mutating func ducking(_ value: JSONValue, routes: [String]) -> DuckingSettings {
         var ducking = DuckingSettings()
         guard let fields = object(value, "ducking", allowed: SessionLoader.fields["ducking"]!) else { return ducking }
-        if let v = fields["level"], let level = number(v, "ducking.level", in: -144...0, unit: "dB") { ducking.level = level }
-        if let v = fields["attack"], let ms = number(v, "ducking.attack", in: 0...60000, unit: "milliseconds") { ducking.attack = ms }
-        if let v = fields["release"], let ms = number(v, "ducking.release", in: 0...60000, unit: "milliseconds") { ducking.release = ms }
+        if let v = fields["level"], let level = number(v, "ducking.level", in: Limits.duckLevel, unit: "dB") { ducking.level = level }
+        if let v = fields["attack"], let ms = number(v, "ducking.attack", in: Limits.rampMilliseconds, unit: "milliseconds") { ducking.attack = ms }
+        if let v = fields["release"], let ms = number(v, "ducking.release", in: Limits.rampMilliseconds, unit: "milliseconds") { ducking.release = ms }
         if let v = fields["target"], let lu = number(v, "ducking.target", in: DuckingSettings.targetRange, unit: "LU") { ducking.target = lu }
         if let v = fields["floor"], let dB = number(v, "ducking.floor", in: DuckingSettings.floorRange, unit: "dB") { ducking.floor = dB }
         if let v = fields["rules"], let list = array(v, "ducking.rules") {
@@ -252,11 +252,11 @@ struct Validator {
                 if rule["level"] == nil && rule["target"] == nil {
                     fail(path, "give a level (dB), a target (LU) or both")
                 }
-                let level = rule["level"].flatMap { number($0, "\(path).level", in: -144...0, unit: "dB") }
+                let level = rule["level"].flatMap { number($0, "\(path).level", in: Limits.duckLevel, unit: "dB") }
                 let target = rule["target"].flatMap { number($0, "\(path).target", in: DuckingSettings.targetRange, unit: "LU") }
                 let floor = rule["floor"].flatMap { number($0, "\(path).floor", in: DuckingSettings.floorRange, unit: "dB") }
-                let attack = rule["attack"].flatMap { number($0, "\(path).attack", in: 0...60000, unit: "milliseconds") }
-                let release = rule["release"].flatMap { number($0, "\(path).release", in: 0...60000, unit: "milliseconds") }
+                let attack = rule["attack"].flatMap { number($0, "\(path).attack", in: Limits.rampMilliseconds, unit: "milliseconds") }
+                let release = rule["release"].flatMap { number($0, "\(path).release", in: Limits.rampMilliseconds, unit: "milliseconds") }
                 if let ducker, let ducked, ducker == ducked {
                     fail("\(path).ducked", "an app does not duck itself")
                     continue
@@ -326,10 +326,10 @@ struct Validator {
     mutating func signalDetection(_ value: JSONValue, _ path: String) -> SignalDetection {
         var signal = SignalDetection()
         guard let fields = object(value, path, allowed: SessionLoader.fields["signal"]!) else { return signal }
-        if let v = fields["threshold"], let dB = number(v, "\(path).threshold", in: -120...0, unit: "dBFS") { signal.threshold = dB }
-        if let v = fields["attack"], let ms = number(v, "\(path).attack", in: 0...10000, unit: "milliseconds") { signal.attack = ms }
-        if let v = fields["hold"], let ms = number(v, "\(path).hold", in: 0...60000, unit: "milliseconds") { signal.hold = ms }
-        if let v = fields["hysteresis"], let dB = number(v, "\(path).hysteresis", in: 0...40, unit: "dB") { signal.hysteresis = dB }
+        if let v = fields["threshold"], let dB = number(v, "\(path).threshold", in: Limits.signalThreshold, unit: "dBFS") { signal.threshold = dB }
+        if let v = fields["attack"], let ms = number(v, "\(path).attack", in: Limits.signalAttack, unit: "milliseconds") { signal.attack = ms }
+        if let v = fields["hold"], let ms = number(v, "\(path).hold", in: Limits.rampMilliseconds, unit: "milliseconds") { signal.hold = ms }
+        if let v = fields["hysteresis"], let dB = number(v, "\(path).hysteresis", in: Limits.signalHysteresis, unit: "dB") { signal.hysteresis = dB }
         return signal
     }
 
@@ -406,7 +406,7 @@ struct Validator {
                 fail(keyPath, "no \(kind) named '\(key)' is declared in \(kind)s")
                 continue
             }
-            if let level = number(table[key]!, keyPath, in: 0...1, unit: "(a slider position)") { positions[key] = level }
+            if let level = number(table[key]!, keyPath, in: Limits.volume, unit: "(a slider position)") { positions[key] = level }
         }
         return positions
     }

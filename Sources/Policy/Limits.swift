@@ -1,0 +1,25 @@
+/// The range of every number a person, a program or a session file may set, written once: the
+/// policy checks values against these, and the session loader, the control vocabulary (OSC,
+/// OSCQuery, `duckctl`) and the docs' tests read them.
+public enum Limits {
+    /// A volume as a slider position (an app's, a route's, the system's).
+    public static let volume: ClosedRange<Double> = 0...1
+    /// An app's gain, dB; -144 or less is silence.
+    public static let appGain: ClosedRange<Double> = -144...24
+    /// The system gain of a route, dB; -144 or less is silence.
+    public static let systemGain: ClosedRange<Double> = -144...0
+    /// How far a duck lowers the others, and the deepest a loudness-targeted duck goes, dB.
+    public static let duckLevel: ClosedRange<Double> = -144...0
+    /// The loudness difference a duck aims at, LU.
+    public static let duckTarget: ClosedRange<Double> = 0...60
+    /// Ramp times: a duck's attack and release, a signal's hold, ms.
+    public static let rampMilliseconds: ClosedRange<Double> = 0...60000
+    /// Signal activation: the threshold (dBFS), the attack (ms), the hysteresis (dB).
+    public static let signalThreshold: ClosedRange<Double> = -120...0
+    public static let signalAttack: ClosedRange<Double> = 0...10000
+    public static let signalHysteresis: ClosedRange<Double> = 0...40
+    /// The input channels of an app.
+    public static let appChannels: ClosedRange<Int> = 1...32
+    /// A meter's reading, dBFS (the floor is silence).
+    public static let meter: ClosedRange<Double> = -144...0
+}
