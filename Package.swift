@@ -76,14 +76,17 @@ let package = Package(
         // importer of CLiblo.
         .target(name: "OSCTransport", dependencies: ["CLiblo"], swiftSettings: optimisedInDebug),
         // The OSC address space (docs/OSC.md): commands, access control, replies, notifications.
+        // The control vocabulary (docs/OSC.md): every path once, with its arguments, reply, access,
+        // owner rule and OSCQuery attributes, and the decoder of each; read by every front end.
+        .target(name: "ControlVocabulary", dependencies: ["OSCTransport", "Policy"], swiftSettings: optimisedInDebug),
         .target(name: "OSCControl", dependencies: [
-            "Engine", "OSCTransport", "Policy", "RouterCore", "SessionStore",
+            "ControlVocabulary", "Engine", "OSCTransport", "Policy", "RouterCore", "SessionStore",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: optimisedInDebug),
         // OSCQuery over HTTP (docs/HTTP.md): the namespace document built from the control plane,
         // served by Hummingbird off the control queue, through the same command path as OSC.
         .target(name: "HTTPControl", dependencies: [
-            "OSCControl", "OSCTransport", "Policy", "SessionStore",
+            "ControlVocabulary", "OSCControl", "OSCTransport", "Policy", "SessionStore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -160,7 +163,7 @@ let package = Package(
         // replay a corpus once (the weak driver in CFuzzerDriver), which the tests do.
         .target(name: "CFuzzerDriver"),
         .executableTarget(name: "FuzzSessionFile", dependencies: ["SessionStore", "CFuzzerDriver"]),
-        .executableTarget(name: "FuzzOSC", dependencies: ["OSCTransport", "OSCControl", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzOSC", dependencies: ["OSCTransport", "ControlVocabulary", "CFuzzerDriver"]),
         .executableTarget(name: "FuzzOSCQuery", dependencies: ["HTTPControl", "CFuzzerDriver"]),
         .executableTarget(name: "FuzzHTTPWire", dependencies: [
             "HTTPControl", "OSCTransport", "CFuzzerDriver",
@@ -185,7 +188,8 @@ let package = Package(
             "RemoteRoutes", "OSCTransport", "SessionStore",
             .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
         ]),
-        .testTarget(name: "OSCControlTests", dependencies: ["OSCControl", "OSCTransport", "Policy", "RouterCore"]),
+        .testTarget(name: "ControlVocabularyTests", dependencies: ["ControlVocabulary", "OSCTransport", "Policy"]),
+        .testTarget(name: "OSCControlTests", dependencies: ["ControlVocabulary", "OSCControl", "OSCTransport", "Policy", "RouterCore"]),
         .testTarget(name: "HTTPControlTests", dependencies: [
             "HTTPControl", "OSCTransport", "Policy", "SessionStore",
             .product(name: "NIOCore", package: "swift-nio"),
@@ -196,7 +200,7 @@ let package = Package(
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackRig", "CAllocCounter", "OSCTransport", "Loudness",
-            "BuildInfo",
+            "BuildInfo", "ControlVocabulary", "Policy",
         ], exclude: ["Resources"]),
     ]
 )

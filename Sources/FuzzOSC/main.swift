@@ -1,6 +1,6 @@
 import CFuzzerDriver
 import Foundation
-import OSCControl
+import ControlVocabulary
 import OSCTransport
 
 /// libFuzzer target: arbitrary bytes as an OSC packet, as the OSC server hands them on. Decoding

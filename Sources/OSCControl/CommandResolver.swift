@@ -1,3 +1,4 @@
+import ControlVocabulary
 import Policy
 import RouterCore
 

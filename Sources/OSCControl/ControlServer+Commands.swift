@@ -1,3 +1,4 @@
+import ControlVocabulary
 import Foundation
 import Logging
 import OSCTransport

@@ -1,3 +1,4 @@
+import ControlVocabulary
 import OSCTransport
 import Policy
 import RouterCore

@@ -1,3 +1,4 @@
+import ControlVocabulary
 import Foundation
 import Logging
 import OSCTransport
@@ -243,9 +244,9 @@ public final class ControlServer: @unchecked Sendable {
 
     private func execute(_ message: OSCMessage, from peer: OSCServer.Peer) {
         do throws(PolicyError) {
-            let command = try ControlCommand.decode(message)
-            try authorize(command, peer)
-            if let values = try run(command, from: peer, path: message.path) { sendReply(to: peer, path: message.path, values) }
+            let decoded = try Vocabulary.decode(message)
+            try authorize(decoded, peer)
+            if let values = try run(decoded.command, from: peer, path: message.path) { sendReply(to: peer, path: message.path, values) }
         } catch {
             sendError(to: peer, path: message.path, error)
         }
@@ -255,12 +256,14 @@ public final class ControlServer: @unchecked Sendable {
     /// are answered at once. If any message is refused, none of its changes apply.
     private func executeBundle(_ messages: [OSCMessage], timetag: OSCTimetag, from peer: OSCServer.Peer) {
         var commands: [(message: OSCMessage, command: ControlCommand)] = []
+        var apps: [String] = []   // the apps the bundle changes
         var refused = false
         for message in messages {
             do throws(PolicyError) {
-                let command = try ControlCommand.decode(message)
-                try authorize(command, peer)
-                commands.append((message, command))
+                let decoded = try Vocabulary.decode(message)
+                try authorize(decoded, peer)
+                commands.append((message, decoded.command))
+                if let app = decoded.app { apps.append(app) }
             } catch {
                 sendError(to: peer, path: message.path, error)
                 refused = true
@@ -314,7 +317,7 @@ public final class ControlServer: @unchecked Sendable {
         } else {
             do throws(RouterError) {
                 try router.perform(batch, atUnixTime: timetag.unixTime,
-                                   keyGeneration: reliesOnKey(changes.map(\.command), peer) ? adminStreams[peer.connection] : nil,
+                                   keyGeneration: reliesOnKey(apps, peer) ? adminStreams[peer.connection] : nil,
                                    completion: finish)
             } catch {
                 finishBundle(resolved, positions: positions, result: .failure(error), peer: peer)
@@ -349,15 +352,17 @@ public final class ControlServer: @unchecked Sendable {
     /// What the other messages of a bundle get when one of them is refused.
     private static let notApplied = PolicyError(.general, "not applied: another message of its bundle was refused")
 
-    /// Whether only the page's key the peer's stream presented gives it the right to `commands`
-    /// (one touches an app another registered, and its address is not osc.admin).
-    private func reliesOnKey(_ commands: [ControlCommand], _ peer: OSCServer.Peer) -> Bool {
+    /// Whether only the page's key the peer's stream presented gives it the right to change `apps`
+    /// (one is an app another registered, and its address is not osc.admin).
+    private func reliesOnKey(_ apps: [String], _ peer: OSCServer.Peer) -> Bool {
         guard peer.transport == .tcp, adminStreams[peer.connection] != nil, !isAdminAddress(peer) else { return false }
-        return commands.contains { command in command.app.flatMap { owners[$0] }.map { $0 != Owner(peer) } == true }
+        return apps.contains { app in owners[app].map { $0 != Owner(peer) } == true }
     }
 
-    private func authorize(_ command: ControlCommand, _ peer: OSCServer.Peer) throws(PolicyError) {
-        guard let app = command.app, let owner = owners[app], owner != Owner(peer), !isAdmin(peer) else { return }
+    /// The vocabulary says which app a message changes (`Vocabulary.Decoded.app`, from its row):
+    /// its owner, if it has one, or an admin may send it.
+    private func authorize(_ decoded: Vocabulary.Decoded, _ peer: OSCServer.Peer) throws(PolicyError) {
+        guard let app = decoded.app, let owner = owners[app], owner != Owner(peer), !isAdmin(peer) else { return }
         throw PolicyError(.notPermitted, "'\(app)' was registered by \(owner); only it or an osc.admin address may control it")
     }
 

@@ -1,4 +1,4 @@
-import OSCControl
+import ControlVocabulary
 import OSCTransport
 import Policy
 import Testing
@@ -246,12 +246,12 @@ struct DecodedCommandTests {
 
     /// Who may send a command: the app it acts on; and whether it changes state.
     @Test func ownerAndKind() throws {
-        #expect(try ControlCommand.decode(OSCMessage("/app/register", [.string("x"), .string("ambient")])).app == "x")
-        #expect(try ControlCommand.decode(OSCMessage("/app/x/notify", [.string("")])).app == "x")
-        #expect(try ControlCommand.decode(OSCMessage("/app/x/volume", [.float(1)])).app == "x")
-        #expect(try ControlCommand.decode(OSCMessage("/app/x/volume")).app == nil, "a query is open to everyone")
-        #expect(try ControlCommand.decode(OSCMessage("/system/volume", [.float(1)])).app == nil)
-        #expect(try ControlCommand.decode(OSCMessage("/remote/play")).app == nil)
+        #expect(try Vocabulary.decode(OSCMessage("/app/register", [.string("x"), .string("ambient")])).app == "x")
+        #expect(try Vocabulary.decode(OSCMessage("/app/x/notify", [.string("")])).app == "x")
+        #expect(try Vocabulary.decode(OSCMessage("/app/x/volume", [.float(1)])).app == "x")
+        #expect(try Vocabulary.decode(OSCMessage("/app/x/volume")).app == nil, "a query is open to everyone")
+        #expect(try Vocabulary.decode(OSCMessage("/system/volume", [.float(1)])).app == nil)
+        #expect(try Vocabulary.decode(OSCMessage("/remote/play")).app == nil)
         for path in ["/app/x/volume", "/system/volume", "/duck/level"] {
             #expect(try !ControlCommand.decode(OSCMessage(path)).isChange, "\(path) without arguments is a query")
             #expect(try ControlCommand.decode(OSCMessage(path, [.float(0)])).isChange)

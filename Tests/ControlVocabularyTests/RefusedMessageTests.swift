@@ -1,4 +1,4 @@
-import OSCControl
+import ControlVocabulary
 import OSCTransport
 import Policy
 import Testing

@@ -1,4 +1,5 @@
 @testable import OSCControl
+import ControlVocabulary
 import Policy
 import RouterCore
 import Testing

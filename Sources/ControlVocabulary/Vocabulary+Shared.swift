@@ -1,0 +1,143 @@
+import OSCTransport
+import Policy
+
+/// The shared controls: the system, routes, remote commands and ducking (docs/OSC.md, "Paths").
+extension Vocabulary {
+    static let systemRows: [PathRow] = [
+        PathRow("/system/volume", .readWrite, [P("volume", .float, .numbers(Limits.volume))],
+                arguments: "f 0..1", reply: "f volume, s route",
+                "system volume of the current route: slider position, cubic taper",
+                example: [.float(0.5)], decode: { a, _ in
+                    a.isEmpty ? .query(.systemVolume) : .systemVolume(.position(try a.number("volume 0..1")))
+                }),
+        PathRow("/system/gain", .readWrite, [P("gain", .float, .numbers(Limits.systemGain), unit: "gain.db")],
+                arguments: "f dB", reply: "f dB, s route",
+                "system volume of the current route in dB; -144 or less is silence",
+                example: [.float(-6)], decode: { a, _ in
+                    a.isEmpty ? .query(.systemGain) : .systemVolume(.decibels(try a.number("gain in dB", allowNegativeInfinity: true)))
+                }),
+        PathRow("/system/silent", .readWrite, [P("on", .int, .numbers(0...1))],
+                arguments: "i 0/1", reply: "i on",
+                "the silent switch: silences ambient and soloAmbient apps",
+                example: [.int32(0)], decode: { a, _ in
+                    a.isEmpty ? .query(.silentSwitch) : .change(.setSilentSwitch(try a.boolean("on")), channels: nil)
+                }),
+        PathRow(readOnly: "/system/interruption/sources", [P("sources", .string)],
+                "the outside interruptions under way, comma-separated (read only)"),
+        PathRow("/system/interruption/begin", .writeOnly, [P("source", .string)],
+                arguments: "s source", reply: "—",
+                "an outside interruption begins: s source",
+                example: [.string("phone")], decode: { a, _ in
+                    .change(.outsideInterruptionBegan(source: try a.nonEmptyString("source")), channels: nil)
+                }),
+        PathRow("/system/interruption/end", .writeOnly, [P("source", .string), P("shouldResume", .int, .numbers(0...1))],
+                arguments: "s source, [i shouldResume]", reply: "—",
+                "it ends: s source, i shouldResume",
+                example: [.string("phone")], decode: { a, _ in
+                    let source = try a.nonEmptyString("source")
+                    return .change(.outsideInterruptionEnded(source: source, shouldResume: try a.optionalBoolean("shouldResume") ?? false), channels: nil)
+                }),
+    ]
+
+    static let routeRows: [PathRow] = [
+        PathRow("/route/select", .readWrite, [P("route", .string, .routeNames)],
+                arguments: "s route", reply: "s route",
+                "the current route; setting it is a person's choice (reason override)",
+                example: [.string("speaker")], decode: { a, _ in
+                    a.isEmpty ? .query(.selectedRoute) : .change(.selectRoute(try a.nonEmptyString("route")), channels: nil)
+                }),
+        PathRow("/route/<route>/available", .readWrite, [P("available", .int, .numbers(0...1))],
+                arguments: "i 0/1", reply: "i available now",
+                "whether the route's device is there (settable for devices JACK cannot show)",
+                example: [.int32(1)], decode: { a, route in
+                    a.isEmpty ? .query(.routeAvailable(route)) : .change(.setRouteAvailable(route: route, try a.boolean("available")), channels: nil)
+                }),
+        PathRow(readOnly: "/route/<route>/volume", [P("volume", .float, .numbers(Limits.volume))],
+                "the route's system volume, kept per route (read only; /system/volume sets the current route's)"),
+        PathRow(readOnly: "/route/<route>/meter", [P("peak", .float, .numbers(Limits.meter), unit: "gain.db")],
+                "the route's output peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)"),
+    ]
+
+    static let remoteRows: [PathRow] =
+        [PathRow(readOnly: "/remote/nowPlaying", [P("app", .string)], "the app remote commands go to now; \"\" when none (read only)")]
+        + RemoteCommand.allCases.map { command in
+            let (parameters, description, example): ([P], String, [OSCArgument]) = switch command {
+            case .seek: ([P("seconds", .float, .atLeast(0))], "seek to a position: f seconds", [.float(10)])
+            case .changePlaybackRate: ([P("rate", .float, .numbers(0.0625...16))], "change the playback rate: f rate", [.float(1)])
+            case .skipForward, .skipBackward:
+                ([P("interval", .float, .numbers(0.001...86_400))], "\(command.rawValue): an optional f interval in seconds", [])
+            default: ([], command.rawValue, [])
+            }
+            return PathRow("/remote/\(command.rawValue)", parameters.isEmpty ? .trigger : .writeOnly, parameters,
+                           arguments: "[f value]", reply: "s app", description, example: example, decode: { a, _ in
+                               .change(.remoteCommand(command, value: try a.optionalNumber("value")), channels: nil)
+                           })
+        }
+
+    static let duckRows: [PathRow] = [
+        PathRow("/duck/level", .readWrite, [P("level", .float, .numbers(Limits.duckLevel), unit: "gain.db")],
+                arguments: "f dB", reply: "f dB",
+                "how far ducking lowers the others, dB", example: [.float(-20)], decode: { a, _ in
+                    a.isEmpty ? .query(.duckLevel) : .change(.setDucking(.level(try a.number("level in dB"))), channels: nil)
+                }),
+        PathRow("/duck/attack", .readWrite, [P("attack", .float, .numbers(Limits.rampMilliseconds), unit: "time.millisecond")],
+                arguments: "f ms", reply: "f ms",
+                "how long the duck takes to go down, ms", example: [.float(200)], decode: { a, _ in
+                    a.isEmpty ? .query(.duckAttack) : .change(.setDucking(.attack(try a.number("attack in ms"))), channels: nil)
+                }),
+        PathRow("/duck/release", .readWrite, [P("release", .float, .numbers(Limits.rampMilliseconds), unit: "time.millisecond")],
+                arguments: "f ms", reply: "f ms",
+                "how long it takes to come back, ms", example: [.float(500)], decode: { a, _ in
+                    a.isEmpty ? .query(.duckRelease) : .change(.setDucking(.release(try a.number("release in ms"))), channels: nil)
+                }),
+        // A number or the word `off`: OSCQuery's TYPE has one type per argument.
+        PathRow("/duck/target", .readWrite, inNamespace: false,
+                arguments: "f LU, or s `off`", reply: "f LU or s `off`",
+                "the loudness difference every duck aims at, LU, or off", example: [.string("off")], decode: { a, _ in
+                    a.isEmpty ? .query(.duckTarget) : .change(.setDucking(.target(try a.numberOrOff("target in LU"))), channels: nil)
+                }),
+        PathRow("/duck/floor", .readWrite, [P("floor", .float, .numbers(Limits.duckLevel), unit: "gain.db")],
+                arguments: "f dB", reply: "f dB",
+                "the deepest a loudness-targeted duck goes, dB", example: [.float(-40)], decode: { a, _ in
+                    a.isEmpty ? .query(.duckFloor) : .change(.setDucking(.floor(try a.number("floor in dB"))), channels: nil)
+                }),
+        // Settings as key and value pairs, as many as given.
+        PathRow("/duck/rule", .readWrite, inNamespace: false,
+                arguments: "s ducker, s ducked, s route (`\"\"`: every route), then pairs s key, f value: `level` (dB), `target` (LU), `floor` (dB), `attack`, `release` (ms); or s `remove`",
+                reply: "the rule, in the same form",
+                "the ducking rule for a pair of apps on a route",
+                example: [.string("nav"), .string("music"), .string(""), .string("level"), .float(-12)], decode: { a, _ in try duckRule(&a) }),
+    ]
+
+    /// `/duck/rule s ducker, s ducked, s route ("": every route)`, then `s key, f value` pairs
+    /// (`level`, `target`, `floor`, `attack`, `release`), or `s remove`; the three alone ask.
+    static func duckRule(_ a: inout Arguments) throws(PolicyError) -> ControlCommand {
+        let ducker = try a.nonEmptyString("ducker")
+        let ducked = try a.nonEmptyString("ducked")
+        let routeName = try a.string("route (\"\": every route)")
+        let route = routeName.isEmpty ? nil : routeName
+        if a.isAtEnd { return .query(.duckRule(ducker: ducker, ducked: ducked, route: route)) }
+        var rule = DuckingRule(ducker: ducker, ducked: ducked, route: route)
+        var given: Set<String> = []
+        while !a.isAtEnd {
+            let key = try a.string("setting (level, target, floor, attack, release, or remove)")
+            if key == "remove" {
+                guard given.isEmpty, a.isAtEnd else { throw a.refusal("remove", "remove comes alone, after the route") }
+                return .change(.removeDuckingRule(ducker: ducker, ducked: ducked, route: route), channels: nil)
+            }
+            guard ["level", "target", "floor", "attack", "release"].contains(key) else {
+                throw a.refusal("setting", "expected level, target, floor, attack, release or remove, got \(Arguments.quote(key))")
+            }
+            guard given.insert(key).inserted else { throw a.refusal(key, "given twice") }
+            let value = try a.number(key)
+            switch key {
+            case "level": rule.level = value
+            case "target": rule.target = value
+            case "floor": rule.floor = value
+            case "attack": rule.attack = value
+            default: rule.release = value
+            }
+        }
+        return .change(.setDuckingRule(rule), channels: nil)
+    }
+}
