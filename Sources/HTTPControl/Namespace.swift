@@ -1,3 +1,4 @@
+import ControlVocabulary
 import OSCTransport
 import Policy
 
@@ -58,125 +59,96 @@ public struct Namespace {
         self.answer = answer
     }
 
-    /// The states an app may be in, as `/duckrouter/app` and `/state` name them.
-    static let appStates = ["inactive", "listening", "active", "ducked", "interrupted", "silenced"]
-
-    /// The whole namespace, rooted at `/`.
+    /// The whole namespace, rooted at `/`: every row of the vocabulary the namespace lists
+    /// (`PathRow.inNamespace`), an app's and a route's once for each there is.
     public func build() -> OSCQueryNode {
-        .container("/", "duckrouter: audio sessions, routes and ducking (docs/OSC.md)", [
-            appsNode(), systemNode(), routeNode(), remoteNode(), duckNode(),
-        ])
+        var nodes: [(parts: [String], node: OSCQueryNode)] = []
+        for row in Vocabulary.rows where row.inNamespace {
+            let names: [String] = row.segments.contains(.app) ? apps.map(\.name)
+                : row.segments.contains(.route) ? routes.map(\.name) : [""]
+            for name in names {
+                let path = row.path(for: name)
+                nodes.append((path.split(separator: "/").map(String.init), node(row, path: path, name: name)))
+            }
+        }
+        return tree("/", [], nodes)
     }
 
     // MARK: Parts
 
-    private func appsNode() -> OSCQueryNode {
-        var children = [
-            method("/app/register", "create or reconfigure an app: s app, s category, [s options], [s mode], [i channels]; the sender owns it",
-                   type: "ss", access: .writeOnly, range: [.unbounded, Self.categories]),
-        ]
-        children += apps.map(appNode)
-        return .container("/app", "app sessions; each app is owned by the address that registered it", children)
-    }
-
-    private func appNode(_ app: App) -> OSCQueryNode {
-        let base = "/app/\(app.name)"
-        return .container(base, "the app '\(app.name)'", [
-            method("\(base)/volume", "relative volume: slider position, cubic taper (0.5 is about -18 dB)",
-                   type: "f", access: .readWrite, valueOf: "\(base)/volume", range: [Range(minimum: 0, maximum: 1)]),
-            method("\(base)/gain", "relative volume in dB; -144 or less is silence",
-                   type: "f", access: .readWrite, valueOf: "\(base)/gain", range: [Range(minimum: -144, maximum: 24)], unit: ["gain.db"]),
-            method("\(base)/category", "category, options (comma-separated) and mode",
-                   type: "sss", access: .readWrite, valueOf: "\(base)/category",
-                   range: [Self.categories, .unbounded, Range(values: Mode.allCases.map(\.rawValue))]),
-            OSCQueryNode(fullPath: "\(base)/state", description: "what the app is doing now (read only; /duckrouter/app notifies changes)",
-                         type: "s", access: .readOnly, value: [.string(app.state)], range: [Range(values: Self.appStates)]),
-            Self.meter("\(base)/meter", "the app's input peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)", app.peaks),
-            OSCQueryNode(fullPath: "\(base)/why", description: "what holds the app back now: \"ducked by nav\", \"interrupted by phone (outside)\", \"silenced by the silent switch\"; \"\" when nothing does (read only)",
-                         type: "s", access: .readOnly, value: [.string(app.why)]),
-            method("\(base)/activate", "setActive(true): may interrupt or duck others, or be refused (-6)", access: .none),
-            method("\(base)/deactivate", "setActive(false); an optional i notifyOthers=1 lets interrupted apps resume", access: .none),
-            method("\(base)/activation", "what activates the app (osc or signal) and the signal detection: threshold dBFS, attack ms, hold ms, hysteresis dB",
-                   type: "sffff", access: .readWrite, valueOf: "\(base)/activation",
-                   range: [Range(values: Activation.allCases.map(\.rawValue)), Range(minimum: -120, maximum: 0), Range(minimum: 0, maximum: 10000),
-                           Range(minimum: 0, maximum: 60000), Range(minimum: 0, maximum: 40)],
-                   unit: [nil, "gain.db", "time.millisecond", "time.millisecond", "gain.db"]),
-            method("\(base)/remote", "remote commands the app handles, comma-separated",
-                   type: "s", access: .readWrite, valueOf: "\(base)/remote"),
-            method("\(base)/notify", "where the app's notifications go: osc.udp://host:port/ or osc.tcp://host:port/ (\"\" for none)",
-                   type: "s", access: .readWrite, valueOf: "\(base)/notify"),
-            method("\(base)/unregister", "removes the app and its ports", access: .none),
-        ])
-    }
-
-    private func systemNode() -> OSCQueryNode {
-        .container("/system", "the person's controls: system volume, silent switch, outside interruptions", [
-            method("/system/volume", "system volume of the current route: slider position, cubic taper",
-                   type: "f", access: .readWrite, valueOf: "/system/volume", range: [Range(minimum: 0, maximum: 1)]),
-            method("/system/gain", "system volume of the current route in dB; -144 or less is silence",
-                   type: "f", access: .readWrite, valueOf: "/system/gain", range: [Range(minimum: -144, maximum: 0)], unit: ["gain.db"]),
-            method("/system/silent", "the silent switch: silences ambient and soloAmbient apps",
-                   type: "i", access: .readWrite, valueOf: "/system/silent", range: [Range(minimum: 0, maximum: 1)]),
-            .container("/system/interruption", "outside interruptions (a phone call, an alarm)", [
-                OSCQueryNode(fullPath: "/system/interruption/sources", description: "the outside interruptions under way, comma-separated (read only)",
-                             type: "s", access: .readOnly, value: [.string(outsideInterruptions.joined(separator: ","))]),
-                method("/system/interruption/begin", "an outside interruption begins: s source",
-                       type: "s", access: .writeOnly),
-                method("/system/interruption/end", "it ends: s source, i shouldResume",
-                       type: "si", access: .writeOnly, range: [.unbounded, Range(minimum: 0, maximum: 1)]),
-            ]),
-        ])
-    }
-
-    private func routeNode() -> OSCQueryNode {
-        var children = [
-            method("/route/select", "the current route; setting it is a person's choice (reason override)",
-                   type: "s", access: .readWrite, valueOf: "/route/select", range: [Range(values: routes.map(\.name))]),
-        ]
-        children += routes.map { route in
-            let base = "/route/\(route.name)"
-            return .container(base, "the route '\(route.name)'", [
-                method("\(base)/available", "whether the route's device is there (settable for devices JACK cannot show)",
-                       type: "i", access: .readWrite, valueOf: "\(base)/available", range: [Range(minimum: 0, maximum: 1)]),
-                OSCQueryNode(fullPath: "\(base)/volume", description: "the route's system volume, kept per route (read only; /system/volume sets the current route's)",
-                             type: "f", access: .readOnly, value: [.float(Float(route.volume))], range: [Range(minimum: 0, maximum: 1)]),
-                Self.meter("\(base)/meter", "the route's output peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)", route.peaks),
-            ])
+    /// The container at `prefix` (its parts) of the nodes below it, in the table's order.
+    private func tree(_ path: String, _ prefix: [String], _ nodes: [(parts: [String], node: OSCQueryNode)]) -> OSCQueryNode {
+        var children: [OSCQueryNode] = []
+        var seen: Set<String> = []
+        for (parts, node) in nodes where parts.count > prefix.count && Array(parts.prefix(prefix.count)) == prefix {
+            let next = parts[prefix.count]
+            if parts.count == prefix.count + 1 {
+                children.append(node)
+            } else if seen.insert(next).inserted {
+                let below = prefix + [next]
+                children.append(tree("/" + below.joined(separator: "/"), below, nodes))
+            }
         }
-        return .container("/route", "output routes", children)
+        return .container(path, containerDescription(prefix), children)
     }
 
-    private func remoteNode() -> OSCQueryNode {
-        .container("/remote", "remote commands, forwarded to the app that owns remote control (Now Playing)",
-                   [OSCQueryNode(fullPath: "/remote/nowPlaying", description: "the app remote commands go to now; \"\" when none (read only)",
-                                 type: "s", access: .readOnly, value: [.string(nowPlaying ?? "")])]
-                   + RemoteCommand.allCases.map { command in
-                       let path = "/remote/\(command.rawValue)"
-                       switch command {
-                       case .seek:
-                           return method(path, "seek to a position: f seconds", type: "f", access: .writeOnly, range: [Range(minimum: 0)])
-                       case .changePlaybackRate:
-                           return method(path, "change the playback rate: f rate", type: "f", access: .writeOnly, range: [Range(minimum: 0.0625, maximum: 16)])
-                       case .skipForward, .skipBackward:
-                           return method(path, "\(command.rawValue): an optional f interval in seconds", type: "f", access: .writeOnly,
-                                         range: [Range(minimum: 0.001, maximum: 86_400)])
-                       default:
-                           return method(path, command.rawValue, access: .none)
-                       }
-                   })
+    private func containerDescription(_ parts: [String]) -> String {
+        switch parts.count {
+        case 0: return "duckrouter: audio sessions, routes and ducking (docs/OSC.md)"
+        case 1:
+            switch parts[0] {
+            case "app": return "app sessions; each app is owned by the address that registered it"
+            case "system": return "the person's controls: system volume, silent switch, outside interruptions"
+            case "route": return "output routes"
+            case "remote": return "remote commands, forwarded to the app that owns remote control (Now Playing)"
+            case "duck": return "session-wide ducking"
+            default: return parts[0]
+            }
+        default:
+            if parts == ["system", "interruption"] { return "outside interruptions (a phone call, an alarm)" }
+            if parts[0] == "app" { return "the app '\(parts[1])'" }
+            if parts[0] == "route" { return "the route '\(parts[1])'" }
+            return parts.joined(separator: "/")
+        }
     }
 
-    private func duckNode() -> OSCQueryNode {
-        .container("/duck", "session-wide ducking", [
-            method("/duck/level", "how far ducking lowers the others, dB", type: "f", access: .readWrite, valueOf: "/duck/level",
-                   range: [Range(minimum: -144, maximum: 0)], unit: ["gain.db"]),
-            method("/duck/attack", "how long the duck takes to go down, ms", type: "f", access: .readWrite, valueOf: "/duck/attack",
-                   range: [Range(minimum: 0, maximum: 60000)], unit: ["time.millisecond"]),
-            method("/duck/release", "how long it takes to come back, ms", type: "f", access: .readWrite, valueOf: "/duck/release",
-                   range: [Range(minimum: 0, maximum: 60000)], unit: ["time.millisecond"]),
-            method("/duck/floor", "the deepest a loudness-targeted duck goes, dB", type: "f", access: .readWrite, valueOf: "/duck/floor",
-                   range: [Range(minimum: -144, maximum: 0)], unit: ["gain.db"]),
-        ])
+    /// The node of `row` at `path` (`name` in place of its `<app>` or `<route>`): its attributes
+    /// from the row; its VALUE the OSC query's reply, or, for a read-only row, the reading's.
+    private func node(_ row: PathRow, path: String, name: String) -> OSCQueryNode {
+        let access = OSCQueryNode.Access(rawValue: row.access.rawValue) ?? .none
+        guard row.access == .readOnly else {
+            let type = row.typeTags.isEmpty ? nil : row.typeTags
+            let ranges = row.parameters.contains { $0.values != nil } ? row.parameters.map(range) : nil
+            let units = row.parameters.contains { $0.unit != nil } ? row.parameters.map(\.unit) : nil
+            return method(path, row.description, type: type, access: access,
+                          valueOf: row.access == .readWrite ? path : nil, range: ranges, unit: units)
+        }
+        let values: [OSCQueryNode.Value]
+        switch row.path {
+        case "/app/<app>/state": values = [.string(apps.first { $0.name == name }?.state ?? "inactive")]
+        case "/app/<app>/why": values = [.string(apps.first { $0.name == name }?.why ?? "")]
+        case "/app/<app>/meter": return Self.meter(path, row, apps.first { $0.name == name }?.peaks ?? [])
+        case "/route/<route>/meter": return Self.meter(path, row, routes.first { $0.name == name }?.peaks ?? [])
+        case "/route/<route>/volume": values = [.float(Float(routes.first { $0.name == name }?.volume ?? 0))]
+        case "/system/interruption/sources": values = [.string(outsideInterruptions.joined(separator: ","))]
+        case "/remote/nowPlaying": values = [.string(nowPlaying ?? "")]
+        default: values = []   // a read-only row the reading has nothing for (NamespaceTests: none)
+        }
+        return OSCQueryNode(fullPath: path, description: row.description, type: row.typeTags, access: access,
+                            value: values.isEmpty ? nil : values,
+                            range: row.parameters.contains { $0.values != nil } ? row.parameters.map(range) : nil,
+                            unit: row.parameters.contains { $0.unit != nil } ? row.parameters.map(\.unit) : nil)
+    }
+
+    /// A parameter's RANGE entry.
+    private func range(_ parameter: PathRow.Parameter) -> OSCQueryNode.Range {
+        switch parameter.values {
+        case nil: .unbounded
+        case let .numbers(bounds): Range(minimum: bounds.lowerBound, maximum: bounds.upperBound)
+        case let .atLeast(minimum): Range(minimum: minimum)
+        case let .words(words): Range(values: words)
+        case .routeNames: Range(values: routes.map(\.name))
+        }
     }
 
     // MARK: Helpers
@@ -185,15 +157,16 @@ public struct Namespace {
     /// on change).
     static func isMeter(_ path: String) -> Bool { path.hasSuffix("/meter") && (path.hasPrefix("/app/") || path.hasPrefix("/route/")) }
 
-    private static func meter(_ path: String, _ description: String, _ peaks: [Double]) -> OSCQueryNode {
-        OSCQueryNode(fullPath: path, description: description, type: String(repeating: "f", count: peaks.count), access: .readOnly,
-                     value: peaks.map { .float(Float(max($0, -144))) },
-                     range: peaks.map { _ in Range(minimum: -144, maximum: 0) }, unit: peaks.map { _ in "gain.db" })
+    /// A meter: one float per channel (the row's one parameter, repeated).
+    private static func meter(_ path: String, _ row: PathRow, _ peaks: [Double]) -> OSCQueryNode {
+        let floor = Limits.meter.lowerBound
+        return OSCQueryNode(fullPath: path, description: row.description, type: String(repeating: "f", count: peaks.count), access: .readOnly,
+                            value: peaks.map { .float(Float(max($0, floor))) },
+                            range: peaks.map { _ in Range(minimum: Limits.meter.lowerBound, maximum: Limits.meter.upperBound) },
+                            unit: peaks.map { _ in row.parameters.first?.unit })
     }
 
     private typealias Range = OSCQueryNode.Range
-
-    private static let categories = OSCQueryNode.Range(values: Category.allCases.map(\.rawValue))
 
     /// A method node; `valueOf` names the OSC query path whose reply is its VALUE, cut to its TYPE
     /// (`/system/volume` replies f volume, s route: the VALUE is the volume).
