@@ -3,7 +3,7 @@
 /// The codes are those of the OSC replies (docs/OSC.md, "Conventions"), so the OSC layer can reply
 /// with them as they are.
 public struct PolicyError: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Code: Int32, Sendable {
+    public enum Code: Int32, CaseIterable, Sendable {
         case general = -1
         case badArgument = -2
         case unknownApp = -3
