@@ -129,7 +129,7 @@ let package = Package(
         ]),
         // A command-line OSC client for people: duckctl state, duckctl activate nav, duckctl watch.
         .executableTarget(name: "duckctl", dependencies: [
-            "OSCTransport", "SessionStore", "BuildInfo",
+            "ControlVocabulary", "OSCTransport", "Policy", "SessionStore", "BuildInfo",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "duckbench", dependencies: [

@@ -28,7 +28,7 @@ public struct AppConfiguration: Equatable, Sendable {
     public var isMixable: Bool {
         switch category {
         case .ambient: true
-        case .playback, .playAndRecord, .multiRoute: !options.isEmpty
+        case .playback, .playAndRecord, .multiRoute: options.contains { $0.mixes }
         case .soloAmbient, .record: false
         }
     }
@@ -40,16 +40,35 @@ public struct AppConfiguration: Equatable, Sendable {
     /// Whether the app can own remote control ("now playing", docs/POLICY.md §5.12).
     public var canOwnRemoteControl: Bool { category == .playback && !isMixable && !remoteCommands.isEmpty }
 
+    /// What is wrong with a combination of category, options and mode (docs/POLICY.md, "Valid
+    /// combinations").
+    public enum CombinationProblem: Equatable, Sendable {
+        /// Options on a category that takes none.
+        case optionsNotTaken
+        /// A mode the category does not go with; the modes it does.
+        case modeNotAllowed(allowed: [Mode])
+    }
+
+    /// The combination rule, checked here once: OSC (`validate`), the session loader and the
+    /// state file word what it finds for their readers.
+    public var combinationProblem: CombinationProblem? {
+        if !options.isEmpty && !category.acceptsOptions { return .optionsNotTaken }
+        if !category.allowedModes.contains(mode) {
+            return .modeNotAllowed(allowed: category.allowedModes.sorted { $0.rawValue < $1.rawValue })
+        }
+        return nil
+    }
+
     /// Checks the name and the combination of category, options and mode.
     public func validate() throws(PolicyError) {
         if let problem = AppConfiguration.nameProblem(name) { throw PolicyError(.badArgument, problem) }
-        if !options.isEmpty && !category.acceptsOptions {
+        switch combinationProblem {
+        case nil: break
+        case .optionsNotTaken:
             let list = options.map(\.rawValue).sorted().joined(separator: ", ")
             throw PolicyError(.badArgument, "category \(category.rawValue) takes no options (got \(list)); options are for playback, playAndRecord and multiRoute")
-        }
-        if !category.allowedModes.contains(mode) {
-            let allowed = category.allowedModes.map(\.rawValue).sorted().joined(separator: ", ")
-            throw PolicyError(.badArgument, "mode \(mode.rawValue) does not go with category \(category.rawValue) (expected one of \(allowed))")
+        case let .modeNotAllowed(allowed):
+            throw PolicyError(.badArgument, "mode \(mode.rawValue) does not go with category \(category.rawValue) (expected one of \(allowed.map(\.rawValue).joined(separator: ", ")))")
         }
     }
 

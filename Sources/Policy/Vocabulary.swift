@@ -102,6 +102,17 @@ extension Category {
     public var obeysSilentSwitch: Bool { self == .ambient || self == .soloAmbient }
 }
 
+extension CategoryOption {
+    /// Whether the option lets an app of a category that can choose to mix play along with others
+    /// (docs/POLICY.md §5.1). Each option says so: a new one decides, rather than making an app
+    /// mixable by being there.
+    public var mixes: Bool {
+        switch self {
+        case .mixWithOthers, .duckOthers, .interruptSpokenAudioAndMixWithOthers: true
+        }
+    }
+}
+
 extension RemoteCommand {
     /// What the command's optional value means, and which values are valid.
     enum ValueRule { case none, required(ClosedRange<Double>, String), optional(ClosedRange<Double>, String) }

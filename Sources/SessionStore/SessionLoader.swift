@@ -308,14 +308,15 @@ struct Validator {
             if let v = fields["unduckAfter"], let ms = number(v, "\(path).unduckAfter", in: 1...3_600_000, unit: "milliseconds") {
                 app.unduckAfter = ms
             }
-            // The combination rules (docs/POLICY.md, "Valid combinations"), checked where the
-            // person wrote them.
-            if !app.options.isEmpty && !app.category.acceptsOptions {
+            // The combination rules (docs/POLICY.md, "Valid combinations"): the policy's own
+            // check, reported at the field the person wrote.
+            let configuration = AppConfiguration(name: app.name, category: app.category, options: Set(app.options), mode: app.mode)
+            switch configuration.combinationProblem {
+            case nil: break
+            case .optionsNotTaken:
                 fail("\(path).options", "category \(app.category.rawValue) takes no options; options are for playback, playAndRecord and multiRoute")
-            }
-            if !app.category.allowedModes.contains(app.mode) {
-                let allowed = app.category.allowedModes.map(\.rawValue).sorted().joined(separator: ", ")
-                fail("\(path).mode", "expected one of \(allowed) with category \(app.category.rawValue), got '\(app.mode.rawValue)'")
+            case let .modeNotAllowed(allowed):
+                fail("\(path).mode", "expected one of \(allowed.map(\.rawValue).joined(separator: ", ")) with category \(app.category.rawValue), got '\(app.mode.rawValue)'")
             }
             apps.append(app)
         }

@@ -1,6 +1,8 @@
 import ArgumentParser
+import ControlVocabulary
 import Foundation
 import OSCTransport
+import Policy
 
 extension DuckCtl {
     struct State: ParsableCommand {
@@ -29,13 +31,13 @@ extension DuckCtl {
         @OptionGroup var connection: Connection
         @Argument(help: "The app's name (letters, digits, '-', '_', '.').")
         var app: String
-        @Argument(help: "ambient, soloAmbient, playback, record, playAndRecord or multiRoute.")
+        @Argument(help: ArgumentHelp(words(Category.allCases) + "."))
         var category: String
-        @Option(help: "Comma-separated options: mixWithOthers, duckOthers, interruptSpokenAudioAndMixWithOthers.")
+        @Option(help: ArgumentHelp("Comma-separated options: " + CategoryOption.allCases.map(\.rawValue).joined(separator: ", ") + "."))
         var options = ""
-        @Option(help: "default, spokenAudio, voicePrompt, voiceChat, videoChat, moviePlayback or measurement.")
+        @Option(help: ArgumentHelp(words(Mode.allCases) + "."))
         var mode = "default"
-        @Option(help: "Input channels of a new app (1 to 32).")
+        @Option(help: ArgumentHelp("Input channels of a new app (\(Limits.appChannels.lowerBound) to \(Limits.appChannels.upperBound))."))
         var channels: Int32?
         func run() throws {
             try duckctl.run {
@@ -181,7 +183,7 @@ extension DuckCtl {
     struct Remote: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Send a remote command to the app that owns remote control; prints that app.")
         @OptionGroup var connection: Connection
-        @Argument(help: "play, pause, togglePlayPause, stop, nextTrack, previousTrack, skipForward, skipBackward, seek or changePlaybackRate.")
+        @Argument(help: ArgumentHelp(words(RemoteCommand.allCases) + "."))
         var command: String
         @Argument(help: "The value (seek position in s, playback rate, skip interval in s).")
         var value: Number?
@@ -191,15 +193,18 @@ extension DuckCtl {
     }
 
     struct Duck: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Set or show a ducking parameter: level (dB), attack or release (ms).")
+        /// The session-wide ducking settings that take one number, from the vocabulary.
+        static let parameters = Vocabulary.rows.filter { $0.path.hasPrefix("/duck/") && $0.typeTags == "f" }
+            .map { String($0.path.dropFirst("/duck/".count)) }
+        static let configuration = CommandConfiguration(abstract: "Set or show a session-wide ducking setting: " + words(parameters) + ".")
         @OptionGroup var connection: Connection
-        @Argument(help: "level, attack or release.")
+        @Argument(help: ArgumentHelp(words(parameters) + "."))
         var parameter: String
         @Argument(help: "The value; leave out to show.")
         var value: Number?
         func validate() throws {
-            guard ["level", "attack", "release"].contains(parameter) else {
-                throw ValidationError("expected level, attack or release, got '\(parameter)'")
+            guard Self.parameters.contains(parameter) else {
+                throw ValidationError("expected \(words(Self.parameters)), got '\(parameter)'")
             }
         }
         func run() throws {
@@ -210,7 +215,7 @@ extension DuckCtl {
     struct Send: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send any OSC message and print the reply.",
-            discussion: "Arguments are typed by their look: 3 is i, 0.5 is f, T and F are booleans, anything else is s; prefix s: to force a string (s:1).")
+            discussion: "A path of the vocabulary (duckctl paths) types its arguments as the path takes them (/app/music/volume 1 sends f 1). Other arguments are typed by their look: 3 is i, 0.5 is f, T and F are booleans, anything else is s; prefix s: to force a string (s:1).")
         @OptionGroup var connection: Connection
         @Argument(help: "The OSC path, e.g. /app/music/volume.")
         var path: String
@@ -218,8 +223,10 @@ extension DuckCtl {
         var arguments: [String] = []
         func run() throws {
             try duckctl.run {
-                let typed: [OSCArgument] = arguments.map(NegativeNumbers.restore).map { word in
+                let parameters = Vocabulary.row(for: NegativeNumbers.restore(path))?.0.parameters ?? []
+                let typed: [OSCArgument] = arguments.map(NegativeNumbers.restore).enumerated().map { index, word in
                     if word.hasPrefix("s:") { return .string(String(word.dropFirst(2))) }
+                    if index < parameters.count, let argument = typedAs(parameters[index].kind, word) { return argument }
                     if word == "T" { return .true }
                     if word == "F" { return .false }
                     if let i = Int32(word) { return .int32(i) }
@@ -260,6 +267,38 @@ extension DuckCtl {
                         FileHandle.standardOutput.write(Data(line.utf8))
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Words as help lists them: "a, b or c".
+func words<T: RawRepresentable>(_ cases: [T]) -> String where T.RawValue == String { words(cases.map(\.rawValue)) }
+
+func words(_ list: [String]) -> String {
+    list.count < 2 ? list.joined() : list.dropLast().joined(separator: ", ") + " or " + list.last!
+}
+
+/// `word` as the vocabulary's `kind` of argument, if it reads as one (a word that does not, such
+/// as `off` for a number, goes by its look).
+func typedAs(_ kind: PathRow.Parameter.Kind, _ word: String) -> OSCArgument? {
+    switch kind {
+    case .float: Float(word).map { .float($0) }
+    case .int: Int32(word).map { .int32($0) } ?? (word == "on" ? .int32(1) : word == "off" ? .int32(0) : nil)
+    case .string: .string(word)
+    }
+}
+
+extension DuckCtl {
+    struct Paths: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List every OSC path the router takes: its arguments, its reply and what it does (the router's own table).")
+        @Flag(help: "Also the read-only nodes that only OSCQuery shows.")
+        var all = false
+        func run() throws {
+            for row in Vocabulary.rows where row.overOSC || all {
+                let shape = row.overOSC ? "\(row.arguments) → \(row.reply)" : "(OSCQuery, read only)"
+                print("\(row.path)  \(shape)\n    \(row.description)")
             }
         }
     }

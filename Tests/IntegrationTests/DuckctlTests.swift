@@ -1,4 +1,5 @@
 import BuildInfo
+import ControlVocabulary
 import Foundation
 import JackHost
 import JackRig
@@ -93,6 +94,35 @@ struct DuckctlTests {
             let output = try Self.duckctl(arguments)
             #expect(output.status == 64 && output.stderr.contains("Unknown option"), "\(arguments): \(output)")
         }
+    }
+
+    @Test("duckctl reads the router's vocabulary: paths lists every OSC path, send types a path's arguments as it takes them, duck takes every one-number setting")
+    func vocabulary() throws {
+        let listed = try Self.duckctl(["paths"])
+        #expect(listed.status == 0, "\(listed)")
+        let paths = listed.stdout.split(separator: "\n").filter { $0.hasPrefix("/") }.map { String($0.split(separator: " ")[0]) }
+        #expect(paths == Vocabulary.rows.filter(\.overOSC).map(\.path), "\(paths)")
+        #expect(listed.stdout.contains("/app/<app>/volume  f 0..1 → f volume"), "\(listed.stdout)")
+
+        let router = try Router()
+        defer { router.stop() }
+        let port = "\(router.port)"
+        // By its look, `on` is a string: /system/silent takes i 0/1, so send types it as 1 (before
+        // the vocabulary, the router refused it, -2).
+        let table: [([String], String)] = [
+            (["--port", port, "send", "/app/music/volume", "1"], "1.0\n"),
+            (["--port", port, "send", "/system/silent", "on"], "1\n"),
+            (["--port", port, "send", "/system/silent", "0"], "0\n"),
+            (["--port", port, "send", "/duck/target", "off"], "off\n"),
+            (["--port", port, "send", "/duck/target", "12"], "12.0\n"),
+            (["--port", port, "duck", "floor", "--", "-30"], "-30.0\n"),
+        ]
+        for (arguments, reply) in table {
+            let output = try Self.duckctl(arguments)
+            #expect(output.status == 0 && output.stdout == reply, "\(arguments): \(output.status) \(output.stdout) \(output.stderr)")
+        }
+        let unknown = try Self.duckctl(["--port", port, "duck", "depth", "1"])
+        #expect(unknown.status == 64 && unknown.stderr.contains("expected level, attack, release or floor"), "\(unknown)")
     }
 
     @Test("status: routes with current, availability and volume; apps with category, state and why, volume and peak; --json; colour only on a terminal and never with NO_COLOR")
