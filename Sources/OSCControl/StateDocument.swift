@@ -4,7 +4,7 @@ import SessionStore
 import Policy
 import RouterCore
 
-/// `/state`: the whole state as JSON (docs/OSC.md shows an example).
+/// `/state`: the whole state as JSON (docs/OSC.md, "/state", names every field).
 ///
 /// `settings` holds what a person or an app set (it changes only when someone changes something);
 /// `engine` holds what moves by itself (meters, counters), so tools can compare settings alone.
