@@ -16,6 +16,14 @@ public final class RemoteRoutes: Sendable {
     /// The sender executable, looked up on `$PATH`.
     public static let senderName = "zita-j2n"
 
+    /// zita-j2n's command line for `bridge` with `channels` channels, joining JACK server
+    /// `server` (nil: libjack's default, `$JACK_DEFAULT_SERVER`).
+    public static func senderArguments(_ bridge: Session.Remote.Bridge, channels: Int, server: String?) -> [String] {
+        var arguments = ["--jname", bridge.client, "--chan", "\(channels)", "--\(bridge.format.rawValue)"]
+        if let server { arguments += ["--jserv", server] }
+        return arguments + [bridge.host, "\(bridge.port)"]
+    }
+
     /// `server`: the JACK server the router joins (nil: libjack's default, which the senders
     /// inherit through the environment).
     public init(session: Session, server: String?, logger: Logger,
@@ -27,7 +35,7 @@ public final class RemoteRoutes: Sendable {
         for (route, bridge) in bridged {
             if let executable {
                 senders.append(BridgeSender(route: route.name, executable: executable,
-                                            arguments: bridge.senderArguments(channels: route.channelCount, server: server),
+                                            arguments: Self.senderArguments(bridge, channels: route.channelCount, server: server),
                                             logger: logger))
             } else {
                 logger.error("\(Self.senderName) is not installed (Debian: apt install zita-njbridge): route '\(route.name)' stays unavailable")

@@ -46,10 +46,8 @@ struct PortInventory {
         }
         var state = RouteState(name: route.name, channelCount: route.channelCount, meterSlots: slots,
                                destinations: route.ports, gain: gain, lookahead: route.lookahead)
-        if case let .zitaNjbridge(bridge)? = route.remote {
-            state.beyondMs = bridge.latency
-            if bridge.watch != nil { state.farEndAnswers = false }
-        }
+        if let latency = route.unseenLatency { state.beyondMs = latency }
+        if route.farEndWatched { state.farEndAnswers = false }
         routes.append(state)
     }
 

@@ -169,7 +169,7 @@ public final class Router: @unchecked Sendable {
         clientName = configuration.clientName ?? session.client
         resolvedServerName = configuration.server ?? JackClient.defaultServerName
         link = JackLink(parameters: .init(clientName: clientName, server: configuration.server,
-                                          reportsLatency: session.routes.contains { $0.lookahead > 0 || $0.remote?.engine == .zitaNjbridge },
+                                          reportsLatency: session.routes.contains { $0.lookahead > 0 || $0.unseenLatency != nil },
                                           netManager: session.usesNetJack2
                                               ? .init(arguments: session.netjack2.loadArguments, routes: session.netJack2Routes) : nil,
                                           reconnectDelays: configuration.reconnectDelays), queue: queue)

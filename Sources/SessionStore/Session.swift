@@ -23,13 +23,11 @@ public struct Session: Equatable, Sendable {
     public var selectedRoute: String?
 
     /// The routes reached over netjack2 (the router then loads `netmanager`).
-    public var netJack2Routes: [String] { routes.filter { $0.remote?.engine == .netjack2 }.map(\.name) }
+    public var netJack2Routes: [String] { routes.filter { $0.kind == .netjack2 }.map(\.name) }
     public var usesNetJack2: Bool { !netJack2Routes.isEmpty }
-    /// The routes reached over zita-njbridge (the daemon runs a sender for each).
+    /// The routes whose engine needs a sender the daemon runs beside the router.
     public var bridgedRoutes: [(route: Route, bridge: Remote.Bridge)] {
-        routes.compactMap { route in
-            if case let .zitaNjbridge(bridge)? = route.remote { (route, bridge) } else { nil }
-        }
+        routes.compactMap { route in route.sender.map { (route, $0) } }
     }
 
     public init() {}
@@ -91,6 +89,48 @@ public struct Session: Equatable, Sendable {
         }
 
         public var channelCount: Int { ports.count }
+
+        /// What a route is: a device of this JACK graph, or a far end over one of the network
+        /// engines. The router asks a route what it needs (`unseenLatency`, `farEndWatched`,
+        /// `sender`) rather than which kind it is, so a new kind answers for itself.
+        public enum Kind: String, Sendable, CaseIterable {
+            case graph
+            case netjack2
+            case zitaNjbridge = "zita-njbridge"
+        }
+
+        public var kind: Kind {
+            switch remote {
+            case nil: .graph
+            case .netjack2: .netjack2
+            case .zitaNjbridge: .zitaNjbridge
+            }
+        }
+
+        /// Milliseconds beyond the route's ports that JACK cannot see, reported on them (nil:
+        /// none; netjack2 reports its own latency).
+        public var unseenLatency: Double? {
+            switch remote {
+            case nil, .netjack2: nil
+            case let .zitaNjbridge(bridge): bridge.latency
+            }
+        }
+
+        /// Whether the route is there only while its far end answers a watch (besides its ports).
+        public var farEndWatched: Bool {
+            switch remote {
+            case nil, .netjack2: false
+            case let .zitaNjbridge(bridge): bridge.watch != nil
+            }
+        }
+
+        /// The sender the daemon runs and supervises for the route (nil: its engine needs none).
+        public var sender: Remote.Bridge? {
+            switch remote {
+            case nil, .netjack2: nil
+            case let .zitaNjbridge(bridge): bridge
+            }
+        }
     }
 
     /// Where a remote route's audio goes: the engine that carries it and the far end.
@@ -157,14 +197,6 @@ public struct Session: Equatable, Sendable {
             /// the route is taken as gone (docs/NETWORK.md gives the detection time from these).
             public static let pingInterval = 0.25
             public static let silenceLimit = 1.0
-
-            /// zita-j2n's command line for `channels` channels, joining JACK server `server`
-            /// (nil: libjack's default, `$JACK_DEFAULT_SERVER`).
-            public func senderArguments(channels: Int, server: String?) -> [String] {
-                var arguments = ["--jname", client, "--chan", "\(channels)", "--\(format.rawValue)"]
-                if let server { arguments += ["--jserv", server] }
-                return arguments + [host, "\(port)"]
-            }
         }
     }
 

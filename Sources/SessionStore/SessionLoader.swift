@@ -188,8 +188,7 @@ struct Validator {
                 guard var route = remoteRoute(name: name, fields, path) else { continue }
                 // Two senders under one JACK client name: JACK would rename the second, and both
                 // routes would patch to the first's ports.
-                if case let .zitaNjbridge(bridge)? = route.remote,
-                   let other = routes.first(where: { if case let .zitaNjbridge(b)? = $0.remote { b.client == bridge.client } else { false } }) {
+                if let bridge = route.sender, let other = routes.first(where: { $0.sender?.client == bridge.client }) {
                     fail("\(path).remote.client", "'\(bridge.client)' is already the sender of route '\(other.name)': give each its own 'client'")
                     continue
                 }

@@ -2,6 +2,7 @@ import Foundation
 import InMemoryLogging
 import Logging
 @testable import RemoteRoutes
+import SessionStore
 import Testing
 
 /// The sender supervisor with real child processes (`sh`), not zita-j2n: what it restarts, logs
@@ -163,5 +164,17 @@ struct BridgeSenderTests {
         sender.restartSoon()
         try waitFor("a start") { messages().filter { $0 == "sh started" }.count > before }
         #expect(Date().timeIntervalSince(asked) < 3, "started again before the 4 s wait was over")
+    }
+}
+
+@Suite("A sender's command line")
+struct SenderArgumentsTests {
+    @Test("zita-j2n's command line: client name, channels, sample format, the JACK server when one is named, the far end")
+    func commandLine() {
+        var stage = Session.Remote.Bridge(host: "10.77.0.2", port: 30123, client: "j2n-stage")
+        #expect(RemoteRoutes.senderArguments(stage, channels: 2, server: nil) == ["--jname", "j2n-stage", "--chan", "2", "--24bit", "10.77.0.2", "30123"])
+        stage.format = .float
+        #expect(RemoteRoutes.senderArguments(stage, channels: 1, server: "show")
+                == ["--jname", "j2n-stage", "--chan", "1", "--float", "--jserv", "show", "10.77.0.2", "30123"])
     }
 }

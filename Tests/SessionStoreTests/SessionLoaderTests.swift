@@ -63,11 +63,13 @@ struct SessionLoaderTests {
         #expect(session.netjack2.loadArguments == "-a 10.0.0.1 -p 19100")
         let local = try parse(#"{"routes": [{"name": "foh", "ports": ["system:playback_1"]}]}"#)
         #expect(session.usesNetJack2 && !local.usesNetJack2)
+        #expect(session.routes.map(\.kind) == [.netjack2, .graph])
+        #expect(session.routes.allSatisfy { $0.unseenLatency == nil && !$0.farEndWatched && $0.sender == nil }, "netjack2 reports its own latency and needs no sender")
         #expect(try parse(#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p"}}]}"#).routes[0].channelCount == 2)
         #expect(try parse("{}").netjack2.loadArguments == "-a 225.3.19.154 -p 19000", "netjack2's own defaults")
     }
 
-    @Test("a remote route over zita-njbridge: the sender's ports, its command line, the far end watched by default")
+    @Test("a remote route over zita-njbridge: the sender's ports, the far end watched by default, what the route says of itself")
     func bridgedRoute() throws {
         let session = try parse(#"""
             {"routes": [{"name": "stage", "remote": {"engine": "zita-njbridge", "host": "10.77.0.2", "port": 30123}, "private": true},
@@ -81,12 +83,14 @@ struct SessionLoaderTests {
             return
         }
         #expect(stage.watch == 9951 && stage.format == .int24 && stage.latency == 10 && session.routes[0].isPrivate)
-        #expect(stage.senderArguments(channels: 2, server: nil) == ["--jname", "j2n-stage", "--chan", "2", "--24bit", "10.77.0.2", "30123"])
         #expect(session.routes[1].ports == ["to-tx:in_1"] && tx.watch == nil && tx.latency == 2.5)
-        #expect(tx.senderArguments(channels: 1, server: "show") == ["--jname", "to-tx", "--chan", "1", "--float", "--jserv", "show", "tx.local", "30124"])
         #expect(session.bridgedRoutes.map(\.route.name) == ["stage", "tx"] && !session.usesNetJack2)
         let group = try parse(#"{"routes": [{"name": "m", "remote": {"engine": "zita-njbridge", "host": "239.1.2.3", "port": 1, "watch": false}}]}"#)
         #expect(group.bridgedRoutes.count == 1, "a multicast group, not watched")
+        #expect(session.routes.map(\.kind) == [.zitaNjbridge, .zitaNjbridge, .graph])
+        #expect(session.routes.map(\.unseenLatency) == [10, 2.5, nil])
+        #expect(session.routes.map(\.farEndWatched) == [true, false, false])
+        #expect(session.routes.map { $0.sender?.client } == ["j2n-stage", "to-tx", nil])
     }
 
     @Test("a broken remote route, bridge or netjack2 setting is refused with the field", arguments: [
