@@ -114,8 +114,8 @@ public struct Arguments {
 
     public mutating func nonEmptyString(_ name: String) throws(PolicyError) -> String {
         let value = try string(name)
-        guard !value.isEmpty, value.utf8.count <= 256 else {
-            throw refusal(name, "expected 1 to 256 bytes, got \(value.utf8.count)")
+        guard !value.isEmpty, value.utf8.count <= Limits.textBytes else {
+            throw refusal(name, "expected 1 to \(Limits.textBytes) bytes, got \(value.utf8.count)")
         }
         return value
     }

@@ -74,10 +74,10 @@ public struct AppConfiguration: Equatable, Sendable {
 
     /// Why `name` cannot name an app (it becomes part of JACK port names), or nil when it can.
     public static func nameProblem(_ name: String) -> String? {
-        let valid = !name.isEmpty && name.utf8.count <= 48 && name.utf8.allSatisfy { byte in
+        let valid = !name.isEmpty && name.utf8.count <= Limits.nameBytes && name.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
                 || byte == 0x2d || byte == 0x5f || byte == 0x2e
         }
-        return valid ? nil : "expected a name of 1 to 48 letters, digits, '-', '_' or '.', got '\(name)'"
+        return valid ? nil : "expected a name of 1 to \(Limits.nameBytes) letters, digits, '-', '_' or '.', got '\(name)'"
     }
 }

@@ -20,6 +20,10 @@ public enum Limits {
     public static let signalHysteresis: ClosedRange<Double> = 0...40
     /// The input channels of an app.
     public static let appChannels: ClosedRange<Int> = 1...32
+    /// The longest name of an app or a route, in bytes (it becomes part of JACK port names).
+    public static let nameBytes = 48
+    /// The longest free text a message names (an interruption's source, a ducking rule's apps).
+    public static let textBytes = 256
     /// A meter's reading, dBFS (the floor is silence).
     public static let meter: ClosedRange<Double> = -144...0
 }

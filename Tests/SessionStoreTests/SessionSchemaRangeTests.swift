@@ -137,5 +137,7 @@ struct SessionSchemaRangeTests {
         #expect(ranges["apps.0.signal.hysteresis"] == Limits.signalHysteresis)
         #expect(ranges["apps.0.channels"] == Double(Limits.appChannels.lowerBound)...Double(Limits.appChannels.upperBound))
         #expect(ranges["volumes.apps.*"] == Limits.volume)
+        let defs = try #require(try Self.schema()["$defs"] as? [String: [String: Any]])
+        #expect(defs["name"]?["pattern"] as? String == "^[A-Za-z0-9._-]{1,\(Limits.nameBytes)}$", "a name's length is the policy's")
     }
 }
