@@ -18,8 +18,8 @@ public struct PathRow: Sendable {
 
     /// What a message to the path may do; OSCQuery's ACCESS (0 none, 1 read, 2 write, 3 both).
     public enum Access: Int, Sendable {
-        /// A trigger: it acts, and has no value to read.
-        case trigger = 0
+        /// No value: a trigger (it acts, and has nothing to read), or a container of others.
+        case none = 0
         /// Read only: a value OSCQuery shows, with no OSC path that sets it.
         case readOnly = 1
         /// Set only (a value, but none to read back).

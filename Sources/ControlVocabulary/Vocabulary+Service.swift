@@ -24,17 +24,17 @@ extension Vocabulary {
                     guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 10 means 10), got \(rate)") }
                     return .loudnessMeters(url: try a.optionalURL(), rate: min(rate, 10))
                 }),
-        PathRow("/state", .trigger, inNamespace: false, arguments: "—", reply: "s json",
+        PathRow("/state", .none, inNamespace: false, arguments: "—", reply: "s json",
                 "the whole state as JSON", example: [], decode: { _, _ in .state }),
-        PathRow("/rights", .trigger, inNamespace: false, arguments: "—", reply: "s `admin`/`owner`, s `osc.admin`/`key`/`osc.allow`",
+        PathRow("/rights", .none, inNamespace: false, arguments: "—", reply: "s `admin`/`owner`, s `osc.admin`/`key`/`osc.allow`",
                 "what the sender may do and why", example: [], decode: { _, _ in .rights }),
-        PathRow("/page", .trigger, inNamespace: false, arguments: "—", reply: "s address, s key file",
+        PathRow("/page", .none, inNamespace: false, arguments: "—", reply: "s address, s key file",
                 "the control page's address without its key, and the file that keeps the key", example: [],
                 decode: { _, _ in .page }),
-        PathRow("/page/key/rotate", .trigger, inNamespace: false, arguments: "[s key]", reply: "s key file",
+        PathRow("/page/key/rotate", .none, inNamespace: false, arguments: "[s key]", reply: "s key file",
                 "a new key for the control page", example: nil,
                 decode: { a, _ in .rotatePageKey(key: try a.optionalString("key")) }),
-        PathRow("/ping", .trigger, inNamespace: false, arguments: "[i token]", reply: "s JACK client name [, i token]",
+        PathRow("/ping", .none, inNamespace: false, arguments: "[i token]", reply: "s JACK client name [, i token]",
                 "changes nothing: answers with the router's JACK client name (and the token)", example: [],
                 decode: { a, _ in .ping(token: try a.optionalInteger("token")) }),
     ]

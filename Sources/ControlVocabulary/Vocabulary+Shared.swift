@@ -68,7 +68,7 @@ extension Vocabulary {
                 ([P("interval", .float, .numbers(0.001...86_400))], "\(command.rawValue): an optional f interval in seconds", [])
             default: ([], command.rawValue, [])
             }
-            return PathRow("/remote/\(command.rawValue)", parameters.isEmpty ? .trigger : .writeOnly, parameters,
+            return PathRow("/remote/\(command.rawValue)", parameters.isEmpty ?  .none : .writeOnly, parameters,
                            arguments: "[f value]", reply: "s app", description, example: example, decode: { a, _ in
                                .change(.remoteCommand(command, value: try a.optionalNumber("value")), channels: nil)
                            })

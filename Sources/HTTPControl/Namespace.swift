@@ -115,7 +115,7 @@ public struct Namespace {
     /// The node of `row` at `path` (`name` in place of its `<app>` or `<route>`): its attributes
     /// from the row; its VALUE the OSC query's reply, or, for a read-only row, the reading's.
     private func node(_ row: PathRow, path: String, name: String) -> OSCQueryNode {
-        let access = OSCQueryNode.Access(rawValue: row.access.rawValue) ?? .none
+        let access = row.access
         guard row.access == .readOnly else {
             let type = row.typeTags.isEmpty ? nil : row.typeTags
             let ranges = row.parameters.contains { $0.values != nil } ? row.parameters.map(range) : nil

@@ -1,3 +1,4 @@
+import ControlVocabulary
 import Foundation
 
 /// One node of the OSCQuery namespace (Vidvox OSCQueryProposal): a container (CONTENTS) or a
@@ -5,14 +6,9 @@ import Foundation
 ///
 /// A plain value: built per request from one reading of the control plane, then encoded.
 public struct OSCQueryNode: Sendable, Equatable {
-    /// What a client may do with the node's value (the proposal's ACCESS bit mask).
-    public enum Access: Int, Sendable {
-        /// No value: a command that takes no arguments (or a container).
-        case none = 0
-        case readOnly = 1
-        case writeOnly = 2
-        case readWrite = 3
-    }
+    /// What a client may do with the node's value (the proposal's ACCESS bit mask): the
+    /// vocabulary's own (`PathRow.Access`), `.none` for a container or a trigger.
+    public typealias Access = PathRow.Access
 
     /// One value of VALUE, in the type its TYPE tag says.
     public enum Value: Sendable, Equatable {
