@@ -483,31 +483,28 @@ private struct Transition {
     // MARK: Settings
 
     mutating func setDucking(_ parameter: DuckingParameter) throws(PolicyError) {
+        /// Sets one number of the settings, if it is finite and in `range`; whether it changed.
+        func set(_ setting: WritableKeyPath<DuckingSettings, Double>, _ value: Double, _ range: ClosedRange<Double>,
+                 _ name: String, _ expected: String) throws(PolicyError) -> Bool {
+            guard value.isFinite, range.contains(value) else { throw badValue(name, value, expected) }
+            guard value != state.ducking[keyPath: setting] else { return false }
+            state.ducking[keyPath: setting] = value
+            return true
+        }
+        let changed: Bool
         switch parameter {
-        case let .level(dB):
-            guard dB.isFinite, Limits.duckLevel.contains(dB) else { throw badValue("ducking level", dB, "a level in dB from -144 to 0") }
-            guard dB != state.ducking.level else { return }
-            state.ducking.level = dB
-        case let .attack(ms):
-            guard ms.isFinite, Limits.rampMilliseconds.contains(ms) else { throw badValue("ducking attack", ms, "milliseconds from 0 to 60000") }
-            guard ms != state.ducking.attack else { return }
-            state.ducking.attack = ms
-        case let .release(ms):
-            guard ms.isFinite, Limits.rampMilliseconds.contains(ms) else { throw badValue("ducking release", ms, "milliseconds from 0 to 60000") }
-            guard ms != state.ducking.release else { return }
-            state.ducking.release = ms
+        case let .level(dB): changed = try set(\.level, dB, Limits.duckLevel, "ducking level", "a level in dB from -144 to 0")
+        case let .attack(ms): changed = try set(\.attack, ms, Limits.rampMilliseconds, "ducking attack", "milliseconds from 0 to 60000")
+        case let .release(ms): changed = try set(\.release, ms, Limits.rampMilliseconds, "ducking release", "milliseconds from 0 to 60000")
+        case let .floor(dB): changed = try set(\.floor, dB, Limits.duckLevel, "ducking floor", "a level in dB from -144 to 0")
         case let .target(lu):
-            if let lu, !(lu.isFinite && DuckingSettings.targetRange.contains(lu)) {
+            if let lu, !(lu.isFinite && Limits.duckTarget.contains(lu)) {
                 throw badValue("ducking target", lu, "a loudness difference in LU from 0 to 60")
             }
-            guard lu != state.ducking.target else { return }
+            changed = lu != state.ducking.target
             state.ducking.target = lu
-        case let .floor(dB):
-            guard dB.isFinite, DuckingSettings.floorRange.contains(dB) else { throw badValue("ducking floor", dB, "a level in dB from -144 to 0") }
-            guard dB != state.ducking.floor else { return }
-            state.ducking.floor = dB
         }
-        save = true
+        if changed { save = true }
     }
 
     /// The router's loudness loop sets the depth of loudness-targeted ducks. A pair that no longer
