@@ -75,10 +75,10 @@ let package = Package(
         // OSC packets and sockets: liblo decodes and encodes, our sockets carry. The only
         // importer of CLiblo.
         .target(name: "OSCTransport", dependencies: ["CLiblo"], swiftSettings: optimisedInDebug),
-        // The OSC address space (docs/OSC.md): commands, access control, replies, notifications.
         // The control vocabulary (docs/OSC.md): every path once, with its arguments, reply, access,
         // owner rule and OSCQuery attributes, and the decoder of each; read by every front end.
         .target(name: "ControlVocabulary", dependencies: ["OSCTransport", "Policy"], swiftSettings: optimisedInDebug),
+        // The OSC server (docs/OSC.md): runs commands, access control, replies, notifications.
         .target(name: "OSCControl", dependencies: [
             "ControlVocabulary", "Engine", "OSCTransport", "Policy", "RouterCore", "SessionStore",
             .product(name: "Logging", package: "swift-log"),

@@ -44,6 +44,16 @@ public enum ControlCommand: Equatable, Sendable {
         case selectedRoute, routeAvailable(String)
     }
 
+    /// The app the command changes, by what it does (`PolicyEvent.app`, which names every event's
+    /// app): with its row's, what `Vocabulary.decode` checks the owner of.
+    public var appItChanges: String? {
+        switch self {
+        case let .change(event, _): event.app
+        case let .setNotify(app, _): app
+        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .state, .ping, .rights, .page, .rotatePageKey: nil
+        }
+    }
+
     /// Whether the command changes state (bundles apply these together).
     public var isChange: Bool {
         switch self {

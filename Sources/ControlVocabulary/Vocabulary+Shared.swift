@@ -61,12 +61,16 @@ extension Vocabulary {
     static let remoteRows: [PathRow] =
         [PathRow(readOnly: "/remote/nowPlaying", [P("app", .string)], "the app remote commands go to now; \"\" when none (read only)")]
         + RemoteCommand.allCases.map { command in
-            let (parameters, description, example): ([P], String, [OSCArgument]) = switch command {
-            case .seek: ([P("seconds", .float, .atLeast(0))], "seek to a position: f seconds", [.float(10)])
-            case .changePlaybackRate: ([P("rate", .float, .numbers(0.0625...16))], "change the playback rate: f rate", [.float(1)])
-            case .skipForward, .skipBackward:
-                ([P("interval", .float, .numbers(0.001...86_400))], "\(command.rawValue): an optional f interval in seconds", [])
-            default: ([], command.rawValue, [])
+            // The value's range is the policy's (`RemoteCommand.valueRule`); the words are these.
+            func value(_ name: String, _ range: ClosedRange<Double>) -> P {
+                P(name, .float, range.upperBound == .greatestFiniteMagnitude ? .atLeast(range.lowerBound) : .numbers(range))
+            }
+            let (parameters, description, example): ([P], String, [OSCArgument]) = switch (command, command.valueRule) {
+            case (_, .none): ([], command.rawValue, [])
+            case let (.seek, .required(range, _)): ([value("seconds", range)], "seek to a position: f seconds", [.float(10)])
+            case let (.changePlaybackRate, .required(range, _)): ([value("rate", range)], "change the playback rate: f rate", [.float(1)])
+            case let (_, .required(range, _)): ([value("value", range)], "\(command.rawValue): f value", [.float(Float(range.lowerBound))])
+            case let (_, .optional(range, _)): ([value("interval", range)], "\(command.rawValue): an optional f interval in seconds", [])
             }
             return PathRow("/remote/\(command.rawValue)", parameters.isEmpty ?  .none : .writeOnly, parameters,
                            arguments: "[f value]", reply: "s app", description, example: example, decode: { a, _ in

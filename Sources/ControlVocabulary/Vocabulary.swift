@@ -1,9 +1,10 @@
 import OSCTransport
 import Policy
 
-/// The control vocabulary: every path of the OSC address space, once (`rows`, in the order
-/// docs/OSC.md and the OSCQuery namespace list them). A path not in it is refused (-7); a path
-/// that names an app is checked against the app's owner whatever the command it becomes.
+/// The control vocabulary: every path of the OSC address space, once (`rows`, grouped as
+/// docs/OSC.md groups them, in the OSCQuery namespace's order). A path not in it is refused (-7);
+/// every change through a path that names an app is checked against the app's owner, whatever
+/// command it becomes (queries are open to everyone).
 public enum Vocabulary {
     public static let rows: [PathRow] = appRows + systemRows + routeRows + remoteRows + duckRows + serviceRows
 
@@ -46,7 +47,9 @@ public enum Vocabulary {
             }
         }
         if case .query = command { return Decoded(command: command, app: nil) }
-        return Decoded(command: command, app: app)
+        // Two sources, so that neither alone can let a change through: the row's (every path
+        // under /app/) and the command's own (an app-changing event through any path).
+        return Decoded(command: command, app: app ?? command.appItChanges)
     }
 
     /// The row whose pattern `path` fits, and the name in it (of an app or route; "" for none).

@@ -62,34 +62,40 @@ public struct Namespace {
     /// The whole namespace, rooted at `/`: every row of the vocabulary the namespace lists
     /// (`PathRow.inNamespace`), an app's and a route's once for each there is.
     public func build() -> OSCQueryNode {
-        var nodes: [(parts: [String], node: OSCQueryNode)] = []
+        let appsByName = Dictionary(apps.map { ($0.name, $0) }) { first, _ in first }
+        let routesByName = Dictionary(routes.map { ($0.name, $0) }) { first, _ in first }
+        // Each node under its parent's path, and each container under its parent's: one pass,
+        // then one walk down (a namespace of 256 apps has some 3,000 nodes, built per request).
+        var nodes: [String: [OSCQueryNode]] = [:]
+        var containers: [String: [String]] = [:]
+        var known: Set<String> = ["/"]
         for row in Vocabulary.rows where row.inNamespace {
             let names: [String] = row.segments.contains(.app) ? apps.map(\.name)
                 : row.segments.contains(.route) ? routes.map(\.name) : [""]
             for name in names {
                 let path = row.path(for: name)
-                nodes.append((path.split(separator: "/").map(String.init), node(row, path: path, name: name)))
+                var parent = Self.parent(of: path)
+                nodes[parent, default: []].append(node(row, path: path, name: name, apps: appsByName, routes: routesByName))
+                while known.insert(parent).inserted {
+                    let above = Self.parent(of: parent)
+                    containers[above, default: []].append(parent)
+                    parent = above
+                }
             }
         }
-        return tree("/", [], nodes)
+        func tree(_ path: String) -> OSCQueryNode {
+            let parts = path.split(separator: "/").map(String.init)
+            return .container(path, containerDescription(parts), (nodes[path] ?? []) + (containers[path] ?? []).map(tree))
+        }
+        return tree("/")
     }
 
     // MARK: Parts
 
-    /// The container at `prefix` (its parts) of the nodes below it, in the table's order.
-    private func tree(_ path: String, _ prefix: [String], _ nodes: [(parts: [String], node: OSCQueryNode)]) -> OSCQueryNode {
-        var children: [OSCQueryNode] = []
-        var seen: Set<String> = []
-        for (parts, node) in nodes where parts.count > prefix.count && Array(parts.prefix(prefix.count)) == prefix {
-            let next = parts[prefix.count]
-            if parts.count == prefix.count + 1 {
-                children.append(node)
-            } else if seen.insert(next).inserted {
-                let below = prefix + [next]
-                children.append(tree("/" + below.joined(separator: "/"), below, nodes))
-            }
-        }
-        return .container(path, containerDescription(prefix), children)
+    /// `/app/music` of `/app/music/volume`; `/` of `/app`.
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }
+        return String(path[..<slash])
     }
 
     private func containerDescription(_ parts: [String]) -> String {
@@ -114,7 +120,7 @@ public struct Namespace {
 
     /// The node of `row` at `path` (`name` in place of its `<app>` or `<route>`): its attributes
     /// from the row; its VALUE the OSC query's reply, or, for a read-only row, the reading's.
-    private func node(_ row: PathRow, path: String, name: String) -> OSCQueryNode {
+    private func node(_ row: PathRow, path: String, name: String, apps: [String: App], routes: [String: Route]) -> OSCQueryNode {
         let access = row.access
         guard row.access == .readOnly else {
             let type = row.typeTags.isEmpty ? nil : row.typeTags
@@ -125,11 +131,11 @@ public struct Namespace {
         }
         let values: [OSCQueryNode.Value]
         switch row.path {
-        case "/app/<app>/state": values = [.string(apps.first { $0.name == name }?.state ?? "inactive")]
-        case "/app/<app>/why": values = [.string(apps.first { $0.name == name }?.why ?? "")]
-        case "/app/<app>/meter": return Self.meter(path, row, apps.first { $0.name == name }?.peaks ?? [])
-        case "/route/<route>/meter": return Self.meter(path, row, routes.first { $0.name == name }?.peaks ?? [])
-        case "/route/<route>/volume": values = [.float(Float(routes.first { $0.name == name }?.volume ?? 0))]
+        case "/app/<app>/state": values = [.string(apps[name]?.state ?? "inactive")]
+        case "/app/<app>/why": values = [.string(apps[name]?.why ?? "")]
+        case "/app/<app>/meter": return Self.meter(path, row, apps[name]?.peaks ?? [])
+        case "/route/<route>/meter": return Self.meter(path, row, routes[name]?.peaks ?? [])
+        case "/route/<route>/volume": values = [.float(Float(routes[name]?.volume ?? 0))]
         case "/system/interruption/sources": values = [.string(outsideInterruptions.joined(separator: ","))]
         case "/remote/nowPlaying": values = [.string(nowPlaying ?? "")]
         default: values = []   // a read-only row the reading has nothing for (NamespaceTests: none)

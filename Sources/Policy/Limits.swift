@@ -1,6 +1,7 @@
-/// The range of every number a person, a program or a session file may set, written once: the
-/// policy checks values against these, and the session loader, the control vocabulary (OSC,
-/// OSCQuery, `duckctl`) and the docs' tests read them.
+/// The ranges of the numbers the policy checks, written once: the policy checks values against
+/// these, and the session loader, the control vocabulary (OSC, OSCQuery, `duckctl`) and the
+/// schema's test read them. (A remote command's value range is `RemoteCommand.valueRule`'s;
+/// settings only a session file has, such as the ramp or a route's look-ahead, are the loader's.)
 public enum Limits {
     /// A volume as a slider position (an app's, a route's, the system's).
     public static let volume: ClosedRange<Double> = 0...1

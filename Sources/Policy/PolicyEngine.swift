@@ -213,7 +213,7 @@ private struct Transition {
             save = true
         case let .setSystemVolume(route, volume):
             guard let index = state.systemVolumes.firstIndex(where: { $0.route == route }) else { throw .unknownRoute(route) }
-            let gain = try linear(volume, setting: "system volume", maximumDecibels: 0)
+            let gain = try linear(volume, setting: "system volume", maximumDecibels: Limits.systemGain.upperBound)
             guard gain != state.systemVolumes[index].volume else { return }
             state.systemVolumes[index].volume = gain
             ordered.append(.systemVolume(route: route, gain: gain, rampMilliseconds: state.fadeMilliseconds))

@@ -115,9 +115,9 @@ extension CategoryOption {
 
 extension RemoteCommand {
     /// What the command's optional value means, and which values are valid.
-    enum ValueRule { case none, required(ClosedRange<Double>, String), optional(ClosedRange<Double>, String) }
+    public enum ValueRule: Sendable { case none, required(ClosedRange<Double>, String), optional(ClosedRange<Double>, String) }
 
-    var valueRule: ValueRule {
+    public var valueRule: ValueRule {
         switch self {
         case .play, .pause, .togglePlayPause, .stop, .nextTrack, .previousTrack: .none
         case .seek: .required(0...Double.greatestFiniteMagnitude, "a position in seconds, 0 or more")

@@ -283,7 +283,8 @@ func words(_ list: [String]) -> String {
 /// as `off` for a number, goes by its look).
 func typedAs(_ kind: PathRow.Parameter.Kind, _ word: String) -> OSCArgument? {
     switch kind {
-    case .float: Float(word).map { .float($0) }
+    // A whole number goes as i, exactly (a float would round 123456789); the router takes i for f.
+    case .float: Int32(word).map { .int32($0) } ?? Float(word).map { .float($0) }
     case .int: Int32(word).map { .int32($0) } ?? (word == "on" ? .int32(1) : word == "off" ? .int32(0) : nil)
     case .string: .string(word)
     }

@@ -78,6 +78,9 @@ let refusals: [Refusal] = [
     unknownPath("/unsubscribe one level too deep", "/unsubscribe/all"),
     unknownPath("/meters one level too deep", "/meters/apps"),
     unknownPath("paths are case-sensitive", "/System/Volume", [.float(1)]),
+    unknownPath("no leading slash, with a path after the first word", "x/state"),
+    unknownPath("a path that is no app's, with a name an app cannot have (the path is judged first)", "/app/a:b/fly"),
+    unknownPath("a read-only OSCQuery node is no OSC path", "/app/music/state"),
     Refusal("a long unknown path is quoted short", "/\(long)", [], .unknownPath,
             "no such path: '/\(String(repeating: "y", count: 59))…' (101 bytes) (docs/OSC.md lists them)"),
 
