@@ -23,6 +23,10 @@ struct SoakTests {
             // messages a second, memory bounded only against runaway growth.
             process.arguments! += ["--rate", "200", "--max-growth", "65536"]
         }
+        // What earlier steps wrote (the build, other suites' files) is flushed first: while the
+        // kernel writes back gigabytes, every process that writes waits its turn, and a soak taken
+        // then measured the disk (runs right after a build lost /state answers, at 0276695 too).
+        sync()
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
