@@ -121,12 +121,10 @@ public struct Namespace {
     /// The node of `row` at `path` (`name` in place of its `<app>` or `<route>`): its attributes
     /// from the row; its VALUE the OSC query's reply, or, for a read-only row, the reading's.
     private func node(_ row: PathRow, path: String, name: String, apps: [String: App], routes: [String: Route]) -> OSCQueryNode {
-        let access = row.access
+        let ranges = row.parameters.contains { $0.values != nil } ? row.parameters.map(range) : nil
+        let units = row.parameters.contains { $0.unit != nil } ? row.parameters.map(\.unit) : nil
         guard row.access == .readOnly else {
-            let type = row.typeTags.isEmpty ? nil : row.typeTags
-            let ranges = row.parameters.contains { $0.values != nil } ? row.parameters.map(range) : nil
-            let units = row.parameters.contains { $0.unit != nil } ? row.parameters.map(\.unit) : nil
-            return method(path, row.description, type: type, access: access,
+            return method(path, row.description, type: row.typeTags.isEmpty ? nil : row.typeTags, access: row.access,
                           valueOf: row.access == .readWrite ? path : nil, range: ranges, unit: units)
         }
         let values: [OSCQueryNode.Value]
@@ -140,10 +138,8 @@ public struct Namespace {
         case "/remote/nowPlaying": values = [.string(nowPlaying ?? "")]
         default: values = []   // a read-only row the reading has nothing for (NamespaceTests: none)
         }
-        return OSCQueryNode(fullPath: path, description: row.description, type: row.typeTags, access: access,
-                            value: values.isEmpty ? nil : values,
-                            range: row.parameters.contains { $0.values != nil } ? row.parameters.map(range) : nil,
-                            unit: row.parameters.contains { $0.unit != nil } ? row.parameters.map(\.unit) : nil)
+        return OSCQueryNode(fullPath: path, description: row.description, type: row.typeTags, access: row.access,
+                            value: values.isEmpty ? nil : values, range: ranges, unit: units)
     }
 
     /// A parameter's RANGE entry.
