@@ -86,7 +86,7 @@ let package = Package(
         // OSCQuery over HTTP (docs/HTTP.md): the namespace document built from the control plane,
         // served by Hummingbird off the control queue, through the same command path as OSC.
         .target(name: "HTTPControl", dependencies: [
-            "ControlVocabulary", "OSCControl", "OSCTransport", "Policy", "SessionStore",
+            "ControlVocabulary", "OSCTransport", "Policy", "SessionStore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import OSCControl
+import ControlVocabulary
 import Synchronization
 
 /// The HTTP server's connections across its event loops (docs/HTTP.md, "Limits"): the admitted

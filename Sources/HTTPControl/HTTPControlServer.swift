@@ -6,7 +6,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOPosix
-import OSCControl
+import ControlVocabulary
 import OSCTransport
 import ServiceLifecycle
 import SessionStore
@@ -15,7 +15,7 @@ import SessionStore
 /// Hummingbird, bound to `osc.bind` and admitting only `osc.allow`, like OSC.
 ///
 /// Threads: requests run on SwiftNIO's event loops and Swift's concurrency pool, never on the
-/// control queue or the audio thread. What a request reads comes through `ControlServer.read`,
+/// control queue or the audio thread. What a request reads comes through `ControlService.read`,
 /// which runs on the OSC server's thread exactly as an OSC query does (same decoder, same
 /// answers); the request waits for it without holding a thread. Plain HTTP only reads; changes
 /// come as OSC in a WebSocket's binary frames, run by the OSC server (WebSocketSession).
@@ -64,12 +64,13 @@ public final class HTTPControlServer: Sendable {
 
         public init() {}
 
-        /// The HTTP server of a daemon whose OSC server is `osc`.
-        public init(port: Int, osc: ControlServer.Configuration) {
+        /// The HTTP server of a daemon whose OSC server binds `bind` and admits `allow` and
+        /// `admin` (as OSC does).
+        public init(port: Int, bind: String, allow: [NetworkRange], admin: [NetworkRange]) {
             self.port = port
-            bind = osc.bind
-            allow = osc.allow
-            admin = osc.admin
+            self.bind = bind
+            self.allow = allow
+            self.admin = admin
         }
     }
 
@@ -93,7 +94,7 @@ public final class HTTPControlServer: Sendable {
 
     /// Gives requests the control server to read from (before this: 503), has WebSocket
     /// listeners told of its changes, and `/state` show this server's connections.
-    public func attach(_ control: ControlServer) {
+    public func attach(_ control: any ControlService) {
         self.control.set(control)
         control.observeChanges { [hub] in hub.poke() }
         control.showInState { [book] in book.counts }
@@ -239,9 +240,9 @@ private final class StartOutcome: @unchecked Sendable {
 final class AttachedControl: @unchecked Sendable {
     // @unchecked: `control` is read and written only under `lock`.
     private let lock = NSLock()
-    private var control: ControlServer?
-    func set(_ control: ControlServer) { lock.withLock { self.control = control } }
-    func get() -> ControlServer? { lock.withLock { control } }
+    private var control: (any ControlService)?
+    func set(_ control: any ControlService) { lock.withLock { self.control = control } }
+    func get() -> (any ControlService)? { lock.withLock { control } }
 }
 
 /// The running server, taken once by `stop()`.

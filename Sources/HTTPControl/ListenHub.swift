@@ -1,6 +1,6 @@
+import ControlVocabulary
 import Foundation
 import Logging
-import OSCControl
 import OSCTransport
 import Synchronization
 
@@ -9,9 +9,9 @@ import Synchronization
 /// every client when apps (or routes) come and go.
 ///
 /// How it sees changes: the OSC server tells it after every burst of commands and every router
-/// notification (`ControlServer.observeChanges`), and, while any client is connected, it also
+/// notification (`ControlService.observeChanges`), and, while any client is connected, it also
 /// looks every `pollInterval` (a second) for changes that send no notification. Each look is one
-/// reading of the control plane (`ControlServer.read`: the OSC server's thread, one trip to the
+/// reading of the control plane (`ControlService.read`: the OSC server's thread, one trip to the
 /// control queue), shared by all clients, compared with what each was last sent; a reading whose
 /// inputs (`Namespace.Inputs`) equal the last one's builds no namespace and sends nothing new.
 /// Looks never overlap and come at most every `minimumInterval`, however many changes arrive. Nothing here runs on the

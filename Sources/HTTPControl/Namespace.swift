@@ -6,39 +6,13 @@ import Policy
 /// from one reading of the control plane.
 ///
 /// Pure: the apps and routes, and a function that answers an OSC query path with its reply
-/// values (in the daemon, `ControlServer.Reader.value`, the same decoder and answers as OSC).
+/// values (in the daemon, `ControlReading.value`, the same decoder and answers as OSC).
 /// Values of OSC paths come only from that function, so a VALUE is what the OSC query replies,
 /// never a second opinion. Two read-only nodes have no OSC path of their own and come from the
 /// reading: an app's `state` and a route's `volume`.
 public struct Namespace {
-    public struct App: Sendable, Equatable {
-        public var name: String
-        /// `inactive`, `listening`, `active`, `ducked`, `interrupted` or `silenced`.
-        public var state: String
-        /// What holds it back ("ducked by nav"), or "".
-        public var why: String
-        /// Input peak per channel, dBFS (the latest meter interval).
-        public var peaks: [Double]
-        public init(name: String, state: String, why: String = "", peaks: [Double] = []) {
-            self.name = name
-            self.state = state
-            self.why = why
-            self.peaks = peaks
-        }
-    }
-
-    public struct Route: Sendable, Equatable {
-        public var name: String
-        /// The route's system volume, a slider position 0...1.
-        public var volume: Double
-        /// Output peak per channel, dBFS (the latest meter interval).
-        public var peaks: [Double]
-        public init(name: String, volume: Double, peaks: [Double] = []) {
-            self.name = name
-            self.volume = volume
-            self.peaks = peaks
-        }
-    }
+    public typealias App = ControlReading.App
+    public typealias Route = ControlReading.Route
 
     public var apps: [App]
     public var routes: [Route]

@@ -1,9 +1,9 @@
+import ControlVocabulary
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import OSCControl
 import OSCTransport
 import Policy
 
@@ -154,7 +154,7 @@ struct OSCQueryResponder: HTTPResponder {
 }
 
 extension Namespace {
-    /// Everything `init(_ reader:)` reads from a reading but the peaks: two readings with equal
+    /// Everything `init(_ reading:)` reads from a reading but the peaks: two readings with equal
     /// inputs have the same paths and the same values (meters aside). Whatever the namespace comes
     /// to read must be added here too, or listeners miss its changes.
     struct Inputs: Equatable, Sendable {
@@ -168,22 +168,19 @@ extension Namespace {
         /// The one reply that comes from the OSC server, not the router: `/app/<name>/notify`.
         var notify: [String: String]
 
-        init(_ reader: ControlServer.Reader) {
-            policy = reader.status.policy
-            apps = reader.status.apps.map { "\($0.name) \($0.state)" }
-            routes = reader.status.routes.map { "\($0.name) \($0.volume)" }
-            nowPlaying = reader.status.nowPlaying
-            outsideInterruptions = reader.status.outsideInterruptions
-            notify = reader.notifyAddresses
+        init(_ reading: ControlReading) {
+            policy = reading.policy
+            apps = reading.apps.map { "\($0.name) \($0.state)" }
+            routes = reading.routes.map { "\($0.name) \($0.volume)" }
+            nowPlaying = reading.nowPlaying
+            outsideInterruptions = reading.outsideInterruptions
+            notify = reading.notify
         }
     }
 
     /// The namespace as one reading of the control plane sees it.
-    init(_ reader: ControlServer.Reader) {
-        let why = reader.status.policy.whyAll()
-        self.init(apps: reader.status.apps.map { App(name: $0.name, state: $0.state, why: why[$0.name] ?? "", peaks: $0.peakDecibels) },
-                  routes: reader.status.routes.map { Route(name: $0.name, volume: $0.volume, peaks: $0.peakDecibels) },
-                  nowPlaying: reader.status.nowPlaying, outsideInterruptions: reader.status.outsideInterruptions,
-                  answer: { try? reader.value($0).get() })
+    init(_ reading: ControlReading) {
+        self.init(apps: reading.apps, routes: reading.routes, nowPlaying: reading.nowPlaying,
+                  outsideInterruptions: reading.outsideInterruptions, answer: { try? reading.value($0).get() })
     }
 }

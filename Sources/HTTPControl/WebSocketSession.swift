@@ -1,14 +1,14 @@
+import ControlVocabulary
 import Foundation
 import HummingbirdWebSocket
 import Logging
 import NIOCore
-import OSCControl
 import OSCTransport
 
 /// One OSCQuery WebSocket connection, from upgrade to close (docs/HTTP.md, "WebSocket").
 ///
 /// - Binary frames are OSC packets, handed to the OSC server as a stream connection
-///   (`ControlServer.openStream`): executed exactly as OSC over TCP, with the rights of the
+///   (`ControlService.openStream`): executed exactly as OSC over TCP, with the rights of the
 ///   peer's address, or a person's (as `osc.admin`) while the page's key it opened with is the
 ///   page's (docs/HTTP.md, "Who may do what"). Replies, errors, notifications and meters come
 ///   back as binary frames.
@@ -26,7 +26,7 @@ struct WebSocketSession {
     /// at which it is not read until some have run.
     static let maximumBacklog = (packets: 256, bytes: 256 * 1024)
 
-    let control: ControlServer
+    let control: any ControlService
     let hub: ListenHub
     let channel: any Channel
     let peer: OSCTransport.SocketAddress

@@ -30,7 +30,7 @@ extension ControlServer {
             try setNotify(app: app, url: url)
             return [.string(url)]
         case let .query(query):
-            return try answer(query)
+            return try query.answer(router.policyState, notify: { notifyTargets[$0]?.url ?? "" })
         case let .subscribe(url):
             let key = url.flatMap(OSCURL.init)?.description ?? peer.url
             if !subscribers.contains(where: { $0.url == key }) {
@@ -144,98 +144,7 @@ extension ControlServer {
     }
 
     func replyValues(_ command: ControlCommand, effects: [PolicyEffect]) -> [OSCArgument] {
-        switch command {
-        case let .setNotify(_, url):
-            return [.string(url)]
-        case let .change(event, _):
-            switch event {
-            case let .register(configuration): return [.string(configuration.name)]
-            case let .setCategory(_, category, options, mode):
-                return [.string(category.rawValue), .string(options.map(\.rawValue).sorted().joined(separator: ",")), .string(mode.rawValue)]
-            case let .setAppVolume(_, .position(p)): return [.float(Float(p))]
-            case let .setAppVolume(_, .decibels(d)): return [.float(Float(max(d, Double(Decibels.floor))))]
-            // The route the command was bound to when it arrived (CommandResolver), not today's.
-            case let .setSystemVolume(route, .position(p)): return [.float(Float(p)), .string(route)]
-            case let .setSystemVolume(route, .decibels(d)): return [.float(Float(max(d, Double(Decibels.floor)))), .string(route)]
-            case let .setRemoteCommands(_, commands): return [.string(commands.map(\.rawValue).sorted().joined(separator: ","))]
-            case let .setSilentSwitch(on): return [.int32(on ? 1 : 0)]
-            case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)), let .setDucking(.floor(v)):
-                return [.float(Float(v))]
-            case let .setDucking(.target(v)): return [v.map { .float(Float($0)) } ?? .string("off")]
-            case let .setDuckingRule(rule): return Self.ruleArguments(rule)
-            case let .removeDuckingRule(ducker, ducked, route): return [.string(ducker), .string(ducked), .string(route ?? "")]
-            case let .selectRoute(route): return [.string(route)]
-            case let .setChannelMap(_, links): return Self.channelMapArguments(links)
-            case let .setActivation(app, _, _): return (try? answer(.appActivation(app))) ?? []
-            // What the route is now: asking for a route whose ports are missing leaves it unavailable.
-            case let .setRouteAvailable(route, _): return [.int32(router.policyState.availableRoutes.contains(route) ? 1 : 0)]
-            case .remoteCommand:
-                for case let .notify(.remote(app, _, _)) in effects { return [.string(app)] }
-                return []
-            default: return []
-            }
-        default:
-            return []
-        }
-    }
-
-    /// A channel map as OSC: pairs of app channel and `route:channel`, or `default`.
-    static func channelMapArguments(_ links: [ChannelLink]?) -> [OSCArgument] {
-        guard let links else { return [.string("default")] }
-        return links.flatMap { [OSCArgument.int32(Int32($0.appChannel)), .string("\($0.route):\($0.routeChannel)")] }
-    }
-
-    /// The reply values of a query, read from `state` (by default the router's state now).
-    func answer(_ query: ControlCommand.Query, state given: PolicyState? = nil) throws(PolicyError) -> [OSCArgument] {
-        let state = given ?? router.policyState
-        func app(_ name: String) throws(PolicyError) -> AppSession {
-            guard let app = state.app(name) else { throw PolicyError(.unknownApp, "no app named '\(name)'") }
-            return app
-        }
-        func currentRoute() throws(PolicyError) -> (String, Float) {
-            guard let route = state.currentRoute else { throw PolicyError(.unknownRoute, "no route is available") }
-            return (route, state.systemVolume(route) ?? 1)
-        }
-        switch query {
-        case let .appVolume(name): return [.float(Decibels.sliderPosition(linear: try app(name).volume))]
-        case let .appGain(name): return [.float(max(Decibels.level(try app(name).volume), Decibels.floor))]
-        case let .appRemote(name):
-            return [.string(try app(name).configuration.remoteCommands.map(\.rawValue).sorted().joined(separator: ","))]
-        case let .appNotify(name):
-            _ = try app(name)
-            return [.string(notifyTargets[name]?.url ?? "")]
-        case let .appChannelMap(name): return Self.channelMapArguments(try app(name).channelMap)
-        case let .appActivation(name):
-            let session = try app(name)
-            return [.string(session.configuration.activation.rawValue), .float(Float(session.signal.threshold)),
-                    .float(Float(session.signal.attack)), .float(Float(session.signal.hold)), .float(Float(session.signal.hysteresis))]
-        case let .appCategory(name):
-            let configuration = try app(name).configuration
-            return [.string(configuration.category.rawValue),
-                    .string(configuration.options.map(\.rawValue).sorted().joined(separator: ",")), .string(configuration.mode.rawValue)]
-        case .systemVolume:
-            let (route, volume) = try currentRoute()
-            return [.float(Decibels.sliderPosition(linear: volume)), .string(route)]
-        case .systemGain:
-            let (route, volume) = try currentRoute()
-            return [.float(max(Decibels.level(volume), Decibels.floor)), .string(route)]
-        case .silentSwitch: return [.int32(state.silentSwitch ? 1 : 0)]
-        case .duckLevel: return [.float(Float(state.ducking.level))]
-        case .duckAttack: return [.float(Float(state.ducking.attack))]
-        case .duckRelease: return [.float(Float(state.ducking.release))]
-        case .duckTarget: return [state.ducking.target.map { .float(Float($0)) } ?? .string("off")]
-        case .duckFloor: return [.float(Float(state.ducking.floor))]
-        case let .duckRule(ducker, ducked, route):
-            if let route, state.systemVolume(route) == nil { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
-            guard let rule = state.ducking.storedRule(ducker: ducker, ducked: ducked, route: route) else {
-                throw PolicyError.noDuckingRule(ducker: ducker, ducked: ducked, route: route)
-            }
-            return Self.ruleArguments(rule)
-        case .selectedRoute: return [.string(state.currentRoute ?? "")]
-        case let .routeAvailable(route):
-            guard state.systemVolume(route) != nil else { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
-            return [.int32(state.availableRoutes.contains(route) ? 1 : 0)]
-        }
+        command.replyValues(effects: effects, after: { [router] in router.policyState })
     }
 
     func policyError(_ error: RouterError) -> PolicyError {
@@ -247,16 +156,5 @@ extension ControlServer {
         case .badValue: PolicyError(.badArgument, error.description)
         case .capacity, .jack, .stopped: PolicyError(.general, error.description)
         }
-    }
-
-    /// A rule as `/duck/rule` takes it: ducker, ducked, route (`""`: every route), then the
-    /// settings it gives as key and value.
-    static func ruleArguments(_ rule: DuckingRule) -> [OSCArgument] {
-        var arguments: [OSCArgument] = [.string(rule.ducker), .string(rule.ducked), .string(rule.route ?? "")]
-        for (key, value) in [("level", rule.level), ("target", rule.target), ("floor", rule.floor),
-                             ("attack", rule.attack), ("release", rule.release)] {
-            if let value { arguments += [.string(key), .float(Float(value))] }
-        }
-        return arguments
     }
 }

@@ -1,3 +1,4 @@
+import ControlVocabulary
 import Engine
 import Foundation
 import SessionStore

@@ -216,7 +216,7 @@ struct Run: ParsableCommand {
         let httpPort = self.httpPort ?? loaded.http.port
         let httpPortAsked = self.httpPort != nil || loaded.http.isPortSet
         if httpPort != 0 {
-            let server = HTTPControlServer(configuration: .init(port: httpPort, osc: oscConfiguration),
+            let server = HTTPControlServer(configuration: .init(port: httpPort, bind: oscConfiguration.bind, allow: oscConfiguration.allow, admin: oscConfiguration.admin),
                                            logger: Logger(label: "duckrouter.http"))
             do {
                 try server.start()

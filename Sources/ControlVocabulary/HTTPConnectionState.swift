@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The HTTP server's connections as `/state` shows them (its `http` object; docs/HTTP.md,
 /// "Limits"): counted by the HTTP server, read when `/state` is asked.
 public struct HTTPConnectionState: Encodable, Equatable, Sendable {
@@ -28,20 +26,5 @@ public struct HTTPConnectionState: Encodable, Equatable, Sendable {
         self.limit = limit
         self.perAddressLimit = perAddressLimit
         self.adminReserve = adminReserve
-    }
-}
-
-/// Where `/state` finds the HTTP server's counts, once one is attached.
-final class HTTPStateSource: Sendable {
-    private let provider = Mutex<(@Sendable () -> HTTPConnectionState)?>(nil)
-
-    func set(_ provider: @escaping @Sendable () -> HTTPConnectionState) { self.provider.withLock { $0 = provider } }
-    func read() -> HTTPConnectionState? { provider.withLock { $0 }?() }
-}
-
-extension ControlServer {
-    /// Has `/state` show the HTTP server's connections, read from `provider` (any thread).
-    public func showInState(http provider: @escaping @Sendable () -> HTTPConnectionState) {
-        httpState.set(provider)
     }
 }
