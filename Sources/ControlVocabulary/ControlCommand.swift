@@ -33,15 +33,20 @@ public enum ControlCommand: Equatable, Sendable {
     /// `key` is the current one, for a sender that holds it but has no other right to ask.
     case rotatePageKey(key: String?)
 
-    public enum Query: Equatable, Sendable {
-        case appVolume(String), appGain(String), appRemote(String), appNotify(String), appCategory(String)
-        case appChannelMap(String)
-        case appActivation(String)
-        case systemVolume, systemGain, silentSwitch
-        case duckLevel, duckAttack, duckRelease, duckTarget, duckFloor
-        /// The rule for a pair on a route (nil: every route).
-        case duckRule(ducker: String, ducked: String, route: String?)
-        case selectedRoute, routeAvailable(String)
+    /// A question to a path's row, which answers it (`PathRow.answer`; `Vocabulary.answer`).
+    public struct Query: Equatable, Sendable {
+        /// The row, by its path as docs/OSC.md writes it (`/app/<app>/volume`).
+        public var path: String
+        /// The app's or route's name in the path ("" for none).
+        public var name: String
+        /// What else it names (`/duck/rule`: ducker, ducked, route).
+        public var arguments: [String]
+
+        public init(_ path: String, _ name: String = "", _ arguments: [String] = []) {
+            self.path = path
+            self.name = name
+            self.arguments = arguments
+        }
     }
 
     /// The app the command changes, by what it does (`PolicyEvent.app`, which names every event's

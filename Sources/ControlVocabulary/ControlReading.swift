@@ -4,7 +4,7 @@ import Policy
 /// One reading of the control plane, as a front end other than OSC sees it (OSCQuery's
 /// namespace, its LISTEN values): taken on the OSC server's thread at one moment, a value from
 /// then on. Its `value` answers a path exactly as an OSC message without arguments is answered:
-/// the same decoder, the same `Query.answer`.
+/// the same decoder, the same row's `answer`.
 public struct ControlReading: Sendable {
     public struct App: Sendable, Equatable {
         public var name: String
@@ -67,7 +67,7 @@ public struct ControlReading: Sendable {
             guard case let .query(query) = try Vocabulary.decode(OSCMessage(path)).command else {
                 return .failure(PolicyError(.badArgument, "\(path) is not a query"))
             }
-            return .success(try query.answer(policy, notify: { notify[$0] ?? "" }))
+            return .success(try Vocabulary.answer(query, policy, notify: { [notify] in notify[$0] ?? "" }))
         } catch {
             return .failure(error)
         }

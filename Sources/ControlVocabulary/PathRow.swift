@@ -89,10 +89,14 @@ public struct PathRow: Sendable {
     /// It throws only `PolicyError`s (what `Arguments` and the checks throw; a closure's typed
     /// throws are not inferred).
     let decoder: (@Sendable (inout Arguments, String) throws -> ControlCommand)?
+    /// What a query of the path replies (nil: it has none), read from the state the question
+    /// carries; it throws only `PolicyError`s (an unknown app or route, a missing rule).
+    let answer: (@Sendable (Question) throws -> [OSCArgument])?
 
     init(_ path: String, _ access: Access, scope: Scope? = nil, inNamespace: Bool = true, _ parameters: [Parameter] = [],
          arguments: String, reply: String, _ description: String, example: [OSCArgument]?,
-         decode: (@Sendable (inout Arguments, String) throws -> ControlCommand)?) {
+         decode: (@Sendable (inout Arguments, String) throws -> ControlCommand)?,
+         answer: (@Sendable (Question) throws -> [OSCArgument])? = nil) {
         self.path = path
         segments = path.split(separator: "/").map { part in
             switch part {
@@ -110,6 +114,7 @@ public struct PathRow: Sendable {
         self.example = example
         self.inNamespace = inNamespace
         decoder = decode
+        self.answer = answer
     }
 
     /// A read-only node OSCQuery shows and OSC has no path for.

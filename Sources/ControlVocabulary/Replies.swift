@@ -1,67 +1,9 @@
 import OSCTransport
 import Policy
 
-/// What a path answers (docs/OSC.md, "reply values"), for every front end alike: a query's values
-/// read from the policy state, and a change's reply once it has applied. Both switches are
-/// exhaustive: a new query or event says what it answers, or does not build.
-extension ControlCommand.Query {
-    /// The reply values, read from `state`; `notify` gives an app's notify address ("" for none),
-    /// the one value the OSC server keeps rather than the policy.
-    public func answer(_ state: PolicyState, notify: (String) -> String) throws(PolicyError) -> [OSCArgument] {
-        func app(_ name: String) throws(PolicyError) -> AppSession {
-            guard let app = state.app(name) else { throw PolicyError(.unknownApp, "no app named '\(name)'") }
-            return app
-        }
-        func currentRoute() throws(PolicyError) -> (String, Float) {
-            guard let route = state.currentRoute else { throw PolicyError(.unknownRoute, "no route is available") }
-            return (route, state.systemVolume(route) ?? 1)
-        }
-        switch self {
-        case let .appVolume(name): return [.float(Decibels.sliderPosition(linear: try app(name).volume))]
-        case let .appGain(name): return [.float(max(Decibels.level(try app(name).volume), Decibels.floor))]
-        case let .appRemote(name): return [.string(Self.words(try app(name).configuration.remoteCommands))]
-        case let .appNotify(name):
-            _ = try app(name)
-            return [.string(notify(name))]
-        case let .appChannelMap(name): return ControlCommand.channelMapArguments(try app(name).channelMap)
-        case let .appActivation(name):
-            let session = try app(name)
-            return [.string(session.configuration.activation.rawValue), .float(Float(session.signal.threshold)),
-                    .float(Float(session.signal.attack)), .float(Float(session.signal.hold)), .float(Float(session.signal.hysteresis))]
-        case let .appCategory(name):
-            let configuration = try app(name).configuration
-            return ControlCommand.categoryArguments(configuration.category, configuration.options, configuration.mode)
-        case .systemVolume:
-            let (route, volume) = try currentRoute()
-            return [.float(Decibels.sliderPosition(linear: volume)), .string(route)]
-        case .systemGain:
-            let (route, volume) = try currentRoute()
-            return [.float(max(Decibels.level(volume), Decibels.floor)), .string(route)]
-        case .silentSwitch: return [.int32(state.silentSwitch ? 1 : 0)]
-        case .duckLevel: return [.float(Float(state.ducking.level))]
-        case .duckAttack: return [.float(Float(state.ducking.attack))]
-        case .duckRelease: return [.float(Float(state.ducking.release))]
-        case .duckTarget: return [state.ducking.target.map { .float(Float($0)) } ?? .string("off")]
-        case .duckFloor: return [.float(Float(state.ducking.floor))]
-        case let .duckRule(ducker, ducked, route):
-            if let route, state.systemVolume(route) == nil { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
-            guard let rule = state.ducking.storedRule(ducker: ducker, ducked: ducked, route: route) else {
-                throw PolicyError.noDuckingRule(ducker: ducker, ducked: ducked, route: route)
-            }
-            return ControlCommand.ruleArguments(rule)
-        case .selectedRoute: return [.string(state.currentRoute ?? "")]
-        case let .routeAvailable(route):
-            guard state.systemVolume(route) != nil else { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
-            return [.int32(state.availableRoutes.contains(route) ? 1 : 0)]
-        }
-    }
-
-    /// A set of words as one argument: sorted, comma-separated.
-    static func words<T: RawRepresentable>(_ values: Set<T>) -> String where T.RawValue == String {
-        values.map(\.rawValue).sorted().joined(separator: ",")
-    }
-}
-
+/// What a change replies once it has applied (docs/OSC.md, "reply values"), for every front end
+/// alike; a query's reply is its row's (`PathRow.answer`). The switch is exhaustive: a new event
+/// says what it replies, or does not build.
 extension ControlCommand {
     /// The reply to the command once it has applied (a `systemVolume` is answered as the
     /// `setSystemVolume` it was bound to when it arrived): `effects` are what the change did, and
@@ -88,7 +30,7 @@ extension ControlCommand {
         // The route the command was bound to when it arrived (CommandResolver), not today's.
         case let .setSystemVolume(route, .position(p)): return [.float(Float(p)), .string(route)]
         case let .setSystemVolume(route, .decibels(d)): return [floored(d), .string(route)]
-        case let .setRemoteCommands(_, commands): return [.string(Query.words(commands))]
+        case let .setRemoteCommands(_, commands): return [.string(Vocabulary.words(commands))]
         case let .setSilentSwitch(on): return [.int32(on ? 1 : 0)]
         case let .setDucking(.level(v)), let .setDucking(.attack(v)), let .setDucking(.release(v)), let .setDucking(.floor(v)):
             return [.float(Float(v))]
@@ -97,7 +39,7 @@ extension ControlCommand {
         case let .removeDuckingRule(ducker, ducked, route): return [.string(ducker), .string(ducked), .string(route ?? "")]
         case let .selectRoute(route): return [.string(route)]
         case let .setChannelMap(_, links): return channelMapArguments(links)
-        case let .setActivation(app, _, _): return (try? Query.appActivation(app).answer(state(), notify: { _ in "" })) ?? []
+        case let .setActivation(app, _, _): return (try? Vocabulary.answer(Query("/app/<app>/activation", app), state())) ?? []
         // What the route is now: asking for a route whose ports are missing leaves it unavailable.
         case let .setRouteAvailable(route, _): return [.int32(state().availableRoutes.contains(route) ? 1 : 0)]
         case .remoteCommand:
@@ -111,7 +53,7 @@ extension ControlCommand {
 
     /// A category as `/app/<app>/category` takes it: category, options (comma-separated), mode.
     static func categoryArguments(_ category: Category, _ options: Set<CategoryOption>, _ mode: Mode) -> [OSCArgument] {
-        [.string(category.rawValue), .string(Query.words(options)), .string(mode.rawValue)]
+        [.string(category.rawValue), .string(Vocabulary.words(options)), .string(mode.rawValue)]
     }
 
     /// A channel map as OSC: pairs of app channel and `route:channel`, or `default`.
@@ -129,5 +71,12 @@ extension ControlCommand {
             if let value { arguments += [.string(key), .float(Float(value))] }
         }
         return arguments
+    }
+}
+
+extension Vocabulary {
+    /// A set of words as one argument: sorted, comma-separated.
+    static func words<T: RawRepresentable>(_ values: Set<T>) -> String where T.RawValue == String {
+        values.map(\.rawValue).sorted().joined(separator: ",")
     }
 }

@@ -18,16 +18,19 @@ extension Vocabulary {
         PathRow("/app/<app>/volume", .readWrite, [P("volume", .float, .numbers(Limits.volume))],
                 arguments: "f 0..1", reply: "f volume",
                 "relative volume: slider position, cubic taper (0.5 is about -18 dB)",
-                example: [.float(0.5)], decode: appVolume),
+                example: [.float(0.5)], decode: appVolume, answer: { q in [.float(Decibels.sliderPosition(linear: try q.app().volume))] }),
         PathRow("/app/<app>/gain", .readWrite, [P("gain", .float, .numbers(Limits.appGain), unit: "gain.db")],
                 arguments: "f dB", reply: "f dB",
                 "relative volume in dB; -144 or less is silence",
-                example: [.float(-6)], decode: appGain),
+                example: [.float(-6)], decode: appGain, answer: { q in [.float(max(Decibels.level(try q.app().volume), Decibels.floor))] }),
         PathRow("/app/<app>/category", .readWrite,
                 [P("category", .string, categories), P("options", .string), P("mode", .string, modes)],
                 arguments: "s category, [s options], [s mode]", reply: "s category, s options, s mode",
                 "category, options (comma-separated) and mode",
-                example: [.string("playback")], decode: category),
+                example: [.string("playback")], decode: category, answer: { q in
+                    let configuration = try q.app().configuration
+                    return ControlCommand.categoryArguments(configuration.category, configuration.options, configuration.mode)
+                }),
         PathRow(readOnly: "/app/<app>/state", [P("state", .string, appStates)],
                 "what the app is doing now (read only; /duckrouter/app notifies changes)"),
         PathRow(readOnly: "/app/<app>/meter", [P("peak", .float, .numbers(Limits.meter), unit: "gain.db")],
@@ -49,15 +52,22 @@ extension Vocabulary {
                 arguments: "s `osc`/`signal`, [f threshold dBFS], [f attack ms], [f hold ms], [f hysteresis dB]",
                 reply: "s activation, f threshold, f attack, f hold, f hysteresis",
                 "what activates the app (osc or signal) and the signal detection: threshold dBFS, attack ms, hold ms, hysteresis dB",
-                example: [.string("osc")], decode: activation),
+                example: [.string("osc")], decode: activation, answer: { q in
+                    let session = try q.app()
+                    return [.string(session.configuration.activation.rawValue), .float(Float(session.signal.threshold)),
+                            .float(Float(session.signal.attack)), .float(Float(session.signal.hold)), .float(Float(session.signal.hysteresis))]
+                }),
         PathRow("/app/<app>/remote", .readWrite, [P("commands", .string)],
                 arguments: "s commands", reply: "s commands",
                 "remote commands the app handles, comma-separated",
-                example: [.string("play,pause")], decode: remote),
+                example: [.string("play,pause")], decode: remote, answer: { q in [.string(words(try q.app().configuration.remoteCommands))] }),
         PathRow("/app/<app>/notify", .readWrite, [P("url", .string)],
                 arguments: "s url", reply: "s url",
                 "where the app's notifications go: osc.udp://host:port/ or osc.tcp://host:port/ (\"\" for none)",
-                example: [.string("")], decode: notify),
+                example: [.string("")], decode: notify, answer: { q in
+                    _ = try q.app()
+                    return [.string(q.notify(q.query.name))]
+                }),
         PathRow("/app/<app>/unregister", .none, arguments: "—", reply: "—",
                 "removes the app and its ports",
                 example: [], decode: { _, name in .change(.unregister(app: name), channels: nil) }),
@@ -65,7 +75,7 @@ extension Vocabulary {
         PathRow("/app/<app>/channelmap", .readWrite, inNamespace: false,
                 arguments: "pairs: i app channel, s `route:channel` …; or s `default`", reply: "the map, as pairs, or s `default`",
                 "which app channel plays on which route channel (multiRoute apps)",
-                example: [.string("default")], decode: channelMap),
+                example: [.string("default")], decode: channelMap, answer: { q in ControlCommand.channelMapArguments(try q.app().channelMap) }),
     ]
 
     static func register(_ a: inout Arguments, _: String) throws(PolicyError) -> ControlCommand {
@@ -79,17 +89,17 @@ extension Vocabulary {
     }
 
     static func appVolume(_ a: inout Arguments, _ name: String) throws(PolicyError) -> ControlCommand {
-        if a.isEmpty { return .query(.appVolume(name)) }
+        if a.isEmpty { return ask(name) }
         return .change(.setAppVolume(app: name, .position(try a.number("volume 0..1"))), channels: nil)
     }
 
     static func appGain(_ a: inout Arguments, _ name: String) throws(PolicyError) -> ControlCommand {
-        if a.isEmpty { return .query(.appGain(name)) }
+        if a.isEmpty { return ask(name) }
         return .change(.setAppVolume(app: name, .decibels(try a.number("gain in dB", allowNegativeInfinity: true))), channels: nil)
     }
 
     static func category(_ a: inout Arguments, _ name: String) throws(PolicyError) -> ControlCommand {
-        if a.isEmpty { return .query(.appCategory(name)) }
+        if a.isEmpty { return ask(name) }
         let (category, options, mode) = try categoryArguments(&a)
         return .change(.setCategory(app: name, category: category, options: options, mode: mode), channels: nil)
     }
@@ -99,12 +109,12 @@ extension Vocabulary {
     }
 
     static func remote(_ a: inout Arguments, _ name: String) throws(PolicyError) -> ControlCommand {
-        if a.isEmpty { return .query(.appRemote(name)) }
+        if a.isEmpty { return ask(name) }
         return .change(.setRemoteCommands(app: name, try list(a.string("commands"), RemoteCommand.self, "remote command")), channels: nil)
     }
 
     static func notify(_ a: inout Arguments, _ name: String) throws(PolicyError) -> ControlCommand {
-        if a.isEmpty { return .query(.appNotify(name)) }
+        if a.isEmpty { return ask(name) }
         let url = try a.string("url")
         guard url.isEmpty || OSCURL(url) != nil else {
             throw PolicyError(.badArgument, "url: expected osc.udp://host:port/ or osc.tcp://host:port/, got \(Arguments.quote(url))")
@@ -113,7 +123,7 @@ extension Vocabulary {
     }
 
     static func activation(_ a: inout Arguments, _ name: String) throws(PolicyError) -> ControlCommand {
-        if a.isEmpty { return .query(.appActivation(name)) }
+        if a.isEmpty { return ask(name) }
         let word = try a.string("activation")
         guard let activation = Activation(rawValue: word) else {
             throw PolicyError(.badArgument, "activation: expected osc or signal, got \(Arguments.quote(word))")
@@ -131,7 +141,7 @@ extension Vocabulary {
     }
 
     static func channelMap(_ a: inout Arguments, _ name: String) throws(PolicyError) -> ControlCommand {
-        if a.isEmpty { return .query(.appChannelMap(name)) }
+        if a.isEmpty { return ask(name) }
         if a.all == [.string("default")] {
             _ = try a.string("default")
             return .change(.setChannelMap(app: name, nil), channels: nil)

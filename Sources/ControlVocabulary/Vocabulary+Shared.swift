@@ -8,20 +8,26 @@ extension Vocabulary {
                 arguments: "f 0..1", reply: "f volume, s route",
                 "system volume of the current route: slider position, cubic taper",
                 example: [.float(0.5)], decode: { a, _ in
-                    a.isEmpty ? .query(.systemVolume) : .systemVolume(.position(try a.number("volume 0..1")))
+                    a.isEmpty ? ask() : .systemVolume(.position(try a.number("volume 0..1")))
+                }, answer: { q in
+                    let route = try q.currentRoute()
+                    return [.float(Decibels.sliderPosition(linear: route.volume)), .string(route.name)]
                 }),
         PathRow("/system/gain", .readWrite, [P("gain", .float, .numbers(Limits.systemGain), unit: "gain.db")],
                 arguments: "f dB", reply: "f dB, s route",
                 "system volume of the current route in dB; -144 or less is silence",
                 example: [.float(-6)], decode: { a, _ in
-                    a.isEmpty ? .query(.systemGain) : .systemVolume(.decibels(try a.number("gain in dB", allowNegativeInfinity: true)))
+                    a.isEmpty ? ask() : .systemVolume(.decibels(try a.number("gain in dB", allowNegativeInfinity: true)))
+                }, answer: { q in
+                    let route = try q.currentRoute()
+                    return [.float(max(Decibels.level(route.volume), Decibels.floor)), .string(route.name)]
                 }),
         PathRow("/system/silent", .readWrite, [P("on", .int, .numbers(0...1))],
                 arguments: "i 0/1", reply: "i on",
                 "the silent switch: silences ambient and soloAmbient apps",
                 example: [.int32(0)], decode: { a, _ in
-                    a.isEmpty ? .query(.silentSwitch) : .change(.setSilentSwitch(try a.boolean("on")), channels: nil)
-                }),
+                    a.isEmpty ? ask() : .change(.setSilentSwitch(try a.boolean("on")), channels: nil)
+                }, answer: { q in [.int32(q.state.silentSwitch ? 1 : 0)] }),
         PathRow(readOnly: "/system/interruption/sources", [P("sources", .string)],
                 "the outside interruptions under way, comma-separated (read only)"),
         PathRow("/system/interruption/begin", .writeOnly, [P("source", .string)],
@@ -44,14 +50,14 @@ extension Vocabulary {
                 arguments: "s route", reply: "s route",
                 "the current route; setting it is a person's choice (reason override)",
                 example: [.string("speaker")], decode: { a, _ in
-                    a.isEmpty ? .query(.selectedRoute) : .change(.selectRoute(try a.nonEmptyString("route")), channels: nil)
-                }),
+                    a.isEmpty ? ask() : .change(.selectRoute(try a.nonEmptyString("route")), channels: nil)
+                }, answer: { q in [.string(q.state.currentRoute ?? "")] }),
         PathRow("/route/<route>/available", .readWrite, [P("available", .int, .numbers(0...1))],
                 arguments: "i 0/1", reply: "i available now",
                 "whether the route's device is there (settable for devices JACK cannot show)",
                 example: [.int32(1)], decode: { a, route in
-                    a.isEmpty ? .query(.routeAvailable(route)) : .change(.setRouteAvailable(route: route, try a.boolean("available")), channels: nil)
-                }),
+                    a.isEmpty ? ask(route) : .change(.setRouteAvailable(route: route, try a.boolean("available")), channels: nil)
+                }, answer: { q in [.int32(q.state.availableRoutes.contains(try q.route()) ? 1 : 0)] }),
         PathRow(readOnly: "/route/<route>/volume", [P("volume", .float, .numbers(Limits.volume))],
                 "the route's system volume, kept per route (read only; /system/volume sets the current route's)"),
         PathRow(readOnly: "/route/<route>/meter", [P("peak", .float, .numbers(Limits.meter), unit: "gain.db")],
@@ -82,35 +88,42 @@ extension Vocabulary {
         PathRow("/duck/level", .readWrite, [P("level", .float, .numbers(Limits.duckLevel), unit: "gain.db")],
                 arguments: "f dB", reply: "f dB",
                 "how far ducking lowers the others, dB", example: [.float(-20)], decode: { a, _ in
-                    a.isEmpty ? .query(.duckLevel) : .change(.setDucking(.level(try a.number("level in dB"))), channels: nil)
-                }),
+                    a.isEmpty ? ask() : .change(.setDucking(.level(try a.number("level in dB"))), channels: nil)
+                }, answer: { q in [.float(Float(q.state.ducking.level))] }),
         PathRow("/duck/attack", .readWrite, [P("attack", .float, .numbers(Limits.rampMilliseconds), unit: "time.millisecond")],
                 arguments: "f ms", reply: "f ms",
                 "how long the duck takes to go down, ms", example: [.float(200)], decode: { a, _ in
-                    a.isEmpty ? .query(.duckAttack) : .change(.setDucking(.attack(try a.number("attack in ms"))), channels: nil)
-                }),
+                    a.isEmpty ? ask() : .change(.setDucking(.attack(try a.number("attack in ms"))), channels: nil)
+                }, answer: { q in [.float(Float(q.state.ducking.attack))] }),
         PathRow("/duck/release", .readWrite, [P("release", .float, .numbers(Limits.rampMilliseconds), unit: "time.millisecond")],
                 arguments: "f ms", reply: "f ms",
                 "how long it takes to come back, ms", example: [.float(500)], decode: { a, _ in
-                    a.isEmpty ? .query(.duckRelease) : .change(.setDucking(.release(try a.number("release in ms"))), channels: nil)
-                }),
+                    a.isEmpty ? ask() : .change(.setDucking(.release(try a.number("release in ms"))), channels: nil)
+                }, answer: { q in [.float(Float(q.state.ducking.release))] }),
         // A number or the word `off`: OSCQuery's TYPE has one type per argument.
         PathRow("/duck/target", .readWrite, inNamespace: false,
                 arguments: "f LU, or s `off`", reply: "f LU or s `off`",
                 "the loudness difference every duck aims at, LU, or off", example: [.string("off")], decode: { a, _ in
-                    a.isEmpty ? .query(.duckTarget) : .change(.setDucking(.target(try a.numberOrOff("target in LU"))), channels: nil)
-                }),
+                    a.isEmpty ? ask() : .change(.setDucking(.target(try a.numberOrOff("target in LU"))), channels: nil)
+                }, answer: { q in [q.state.ducking.target.map { .float(Float($0)) } ?? .string("off")] }),
         PathRow("/duck/floor", .readWrite, [P("floor", .float, .numbers(Limits.duckLevel), unit: "gain.db")],
                 arguments: "f dB", reply: "f dB",
                 "the deepest a loudness-targeted duck goes, dB", example: [.float(-40)], decode: { a, _ in
-                    a.isEmpty ? .query(.duckFloor) : .change(.setDucking(.floor(try a.number("floor in dB"))), channels: nil)
-                }),
+                    a.isEmpty ? ask() : .change(.setDucking(.floor(try a.number("floor in dB"))), channels: nil)
+                }, answer: { q in [.float(Float(q.state.ducking.floor))] }),
         // Settings as key and value pairs, as many as given.
         PathRow("/duck/rule", .readWrite, inNamespace: false,
                 arguments: "s ducker, s ducked, s route (`\"\"`: every route), then pairs s key, f value: `level` (dB), `target` (LU), `floor` (dB), `attack`, `release` (ms); or s `remove`",
                 reply: "the rule, in the same form",
                 "the ducking rule for a pair of apps on a route",
-                example: [.string("nav"), .string("music"), .string(""), .string("level"), .float(-12)], decode: { a, _ in try duckRule(&a) }),
+                example: [.string("nav"), .string("music"), .string(""), .string("level"), .float(-12)], decode: { a, _ in try duckRule(&a) }, answer: { q in
+                    let (ducker, ducked, route) = (q.query.arguments[0], q.query.arguments[1], q.query.arguments[2].isEmpty ? nil : q.query.arguments[2])
+                    if let route, q.state.systemVolume(route) == nil { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
+                    guard let rule = q.state.ducking.storedRule(ducker: ducker, ducked: ducked, route: route) else {
+                        throw PolicyError.noDuckingRule(ducker: ducker, ducked: ducked, route: route)
+                    }
+                    return ControlCommand.ruleArguments(rule)
+                }),
     ]
 
     /// `/duck/rule s ducker, s ducked, s route ("": every route)`, then `s key, f value` pairs
@@ -120,7 +133,7 @@ extension Vocabulary {
         let ducked = try a.nonEmptyString("ducked")
         let routeName = try a.string("route (\"\": every route)")
         let route = routeName.isEmpty ? nil : routeName
-        if a.isAtEnd { return .query(.duckRule(ducker: ducker, ducked: ducked, route: route)) }
+        if a.isAtEnd { return ask("", [ducker, ducked, routeName]) }
         var rule = DuckingRule(ducker: ducker, ducked: ducked, route: route)
         var given: Set<String> = []
         while !a.isAtEnd {

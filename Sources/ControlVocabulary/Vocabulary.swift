@@ -46,7 +46,10 @@ public enum Vocabulary {
             default: throw unknown(message.path)   // read as a string by the decoder: never here
             }
         }
-        if case .query = command { return Decoded(command: command, app: nil) }
+        if case var .query(query) = command {
+            query.path = row.path
+            return Decoded(command: .query(query), app: nil)
+        }
         // Two sources, so that neither alone can let a change through: the row's (every path
         // under /app/) and the command's own (an app-changing event through any path).
         return Decoded(command: command, app: app ?? command.appItChanges)

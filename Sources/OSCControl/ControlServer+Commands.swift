@@ -30,7 +30,7 @@ extension ControlServer {
             try setNotify(app: app, url: url)
             return [.string(url)]
         case let .query(query):
-            return try query.answer(router.policyState, notify: { notifyTargets[$0]?.url ?? "" })
+            return try Vocabulary.answer(query, router.policyState, notify: { [notifyTargets] in notifyTargets[$0]?.url ?? "" })
         case let .subscribe(url):
             let key = url.flatMap(OSCURL.init)?.description ?? peer.url
             if !subscribers.contains(where: { $0.url == key }) {

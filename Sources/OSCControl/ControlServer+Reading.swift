@@ -6,7 +6,7 @@ import Synchronization
 
 /// The OSC server as the other front ends use it (`ControlService`: HTTP's OSCQuery, its
 /// WebSocket): a read runs on the OSC server's thread, as an OSC query does, and answers paths
-/// through the same decoder and the same `Query.answer` as an OSC message without arguments. It
+/// through the same decoder and the same row's answer as an OSC message without arguments. It
 /// never runs a change.
 extension ControlServer: ControlService {
     /// Runs `body` on the OSC server's thread with a fresh reading of the state and returns what

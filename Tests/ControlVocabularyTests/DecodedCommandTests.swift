@@ -45,7 +45,7 @@ let decodings: [Decoding] = [
              change(.register(AppConfiguration(name: "desk", category: .multiRoute)), channels: 32)),
 
     // /app/<app>/category
-    Decoding("category query", "/app/music/category", [], .query(.appCategory("music"))),
+    Decoding("category query", "/app/music/category", [], .query(.init("/app/<app>/category", "music"))),
     Decoding("category set", "/app/book/category", [.string("playback"), .string(""), .string("spokenAudio")],
              change(.setCategory(app: "book", category: .playback, options: [], mode: .spokenAudio))),
     Decoding("category set with the category only", "/app/game/category", [.string("soloAmbient")],
@@ -59,9 +59,9 @@ let decodings: [Decoding] = [
     Decoding("unregister", "/app/nav/unregister", [], change(.unregister(app: "nav"))),
 
     // volume and gain
-    Decoding("app volume query", "/app/music/volume", [], .query(.appVolume("music"))),
+    Decoding("app volume query", "/app/music/volume", [], .query(.init("/app/<app>/volume", "music"))),
     Decoding("app volume set", "/app/music/volume", [.float(0.5)], change(.setAppVolume(app: "music", .position(0.5)))),
-    Decoding("app gain query", "/app/music/gain", [], .query(.appGain("music"))),
+    Decoding("app gain query", "/app/music/gain", [], .query(.init("/app/<app>/gain", "music"))),
     Decoding("app gain set", "/app/music/gain", [.float(-6)], change(.setAppVolume(app: "music", .decibels(-6)))),
     Decoding("app gain -inf (f) is silence", "/app/music/gain", [.float(-.infinity)],
              change(.setAppVolume(app: "music", .decibels(-.infinity)))),
@@ -69,17 +69,17 @@ let decodings: [Decoding] = [
              change(.setAppVolume(app: "music", .decibels(-.infinity)))),
 
     // remote, notify
-    Decoding("app remote query", "/app/music/remote", [], .query(.appRemote("music"))),
+    Decoding("app remote query", "/app/music/remote", [], .query(.init("/app/<app>/remote", "music"))),
     Decoding("app remote set", "/app/music/remote", [.string("play,pause,seek")],
              change(.setRemoteCommands(app: "music", [.play, .pause, .seek]))),
     Decoding("app remote set to none", "/app/music/remote", [.string("")], change(.setRemoteCommands(app: "music", []))),
-    Decoding("app notify query", "/app/music/notify", [], .query(.appNotify("music"))),
+    Decoding("app notify query", "/app/music/notify", [], .query(.init("/app/<app>/notify", "music"))),
     Decoding("app notify over UDP", "/app/music/notify", [.string(udp)], .setNotify(app: "music", url: udp)),
     Decoding("app notify over TCP", "/app/music/notify", [.string(tcp)], .setNotify(app: "music", url: tcp)),
     Decoding("app notify removed", "/app/music/notify", [.string("")], .setNotify(app: "music", url: "")),
 
     // activation
-    Decoding("activation query", "/app/mic/activation", [], .query(.appActivation("mic"))),
+    Decoding("activation query", "/app/mic/activation", [], .query(.init("/app/<app>/activation", "mic"))),
     Decoding("activation osc", "/app/mic/activation", [.string("osc")], change(.setActivation(app: "mic", .osc, nil))),
     Decoding("activation signal, defaults", "/app/mic/activation", [.string("signal")], change(.setActivation(app: "mic", .signal, nil))),
     Decoding("activation signal with a threshold: the rest default", "/app/mic/activation", [.string("signal"), .float(-30)],
@@ -89,7 +89,7 @@ let decodings: [Decoding] = [
              change(.setActivation(app: "mic", .signal, SignalDetection(threshold: -30, attack: 20, hold: 400, hysteresis: 3)))),
 
     // channelmap
-    Decoding("channel map query", "/app/desk/channelmap", [], .query(.appChannelMap("desk"))),
+    Decoding("channel map query", "/app/desk/channelmap", [], .query(.init("/app/<app>/channelmap", "desk"))),
     Decoding("channel map default", "/app/desk/channelmap", [.string("default")], change(.setChannelMap(app: "desk", nil))),
     Decoding("channel map pairs", "/app/desk/channelmap", [.int32(1), .string("speaker:2"), .float(2), .string("headphones:1")],
              change(.setChannelMap(app: "desk", [ChannelLink(appChannel: 1, route: "speaker", routeChannel: 2),
@@ -98,12 +98,12 @@ let decodings: [Decoding] = [
              change(.setChannelMap(app: "desk", [ChannelLink(appChannel: 1024, route: "speaker", routeChannel: 1)]))),
 
     // /system
-    Decoding("system volume query", "/system/volume", [], .query(.systemVolume)),
+    Decoding("system volume query", "/system/volume", [], .query(.init("/system/volume"))),
     Decoding("system volume set", "/system/volume", [.float(0.25)], .systemVolume(.position(0.25))),
-    Decoding("system gain query", "/system/gain", [], .query(.systemGain)),
+    Decoding("system gain query", "/system/gain", [], .query(.init("/system/gain"))),
     Decoding("system gain set", "/system/gain", [.float(-12)], .systemVolume(.decibels(-12))),
     Decoding("system gain -inf is silence", "/system/gain", [.float(-.infinity)], .systemVolume(.decibels(-.infinity))),
-    Decoding("silent switch query", "/system/silent", [], .query(.silentSwitch)),
+    Decoding("silent switch query", "/system/silent", [], .query(.init("/system/silent"))),
     Decoding("silent switch on", "/system/silent", [.int32(1)], change(.setSilentSwitch(true))),
     Decoding("interruption begins", "/system/interruption/begin", [.string("phone")], change(.outsideInterruptionBegan(source: "phone"))),
     Decoding("interruption ends, no resume", "/system/interruption/end", [.string("phone")],
@@ -112,9 +112,9 @@ let decodings: [Decoding] = [
              change(.outsideInterruptionEnded(source: "phone", shouldResume: true))),
 
     // /route
-    Decoding("route select query", "/route/select", [], .query(.selectedRoute)),
+    Decoding("route select query", "/route/select", [], .query(.init("/route/select"))),
     Decoding("route select", "/route/select", [.string("headphones")], change(.selectRoute("headphones"))),
-    Decoding("route available query", "/route/hdmi/available", [], .query(.routeAvailable("hdmi"))),
+    Decoding("route available query", "/route/hdmi/available", [], .query(.init("/route/<route>/available", "hdmi"))),
     Decoding("route available 0", "/route/hdmi/available", [.int32(0)], change(.setRouteAvailable(route: "hdmi", false))),
     Decoding("route available T", "/route/hdmi/available", [.true], change(.setRouteAvailable(route: "hdmi", true))),
 
@@ -126,11 +126,11 @@ let decodings: [Decoding] = [
              change(.remoteCommand(.changePlaybackRate, value: 1.5))),
 
     // /duck
-    Decoding("duck level query", "/duck/level", [], .query(.duckLevel)),
+    Decoding("duck level query", "/duck/level", [], .query(.init("/duck/level"))),
     Decoding("duck level set", "/duck/level", [.float(-20)], change(.setDucking(.level(-20)))),
-    Decoding("duck attack query", "/duck/attack", [], .query(.duckAttack)),
+    Decoding("duck attack query", "/duck/attack", [], .query(.init("/duck/attack"))),
     Decoding("duck attack set", "/duck/attack", [.int32(50)], change(.setDucking(.attack(50)))),
-    Decoding("duck release query", "/duck/release", [], .query(.duckRelease)),
+    Decoding("duck release query", "/duck/release", [], .query(.init("/duck/release"))),
     Decoding("duck release set", "/duck/release", [.double(800)], change(.setDucking(.release(800)))),
 
     // Observation
@@ -139,11 +139,11 @@ let decodings: [Decoding] = [
     Decoding("subscribe host:port, which is UDP", "/subscribe", [.string("127.0.0.1:9000")], .subscribe(url: "127.0.0.1:9000")),
     Decoding("unsubscribe the sender", "/unsubscribe", [], .unsubscribe(url: nil)),
     Decoding("unsubscribe an address", "/unsubscribe", [.string(tcp)], .unsubscribe(url: tcp)),
-    Decoding("duck target query", "/duck/target", [], .query(.duckTarget)),
+    Decoding("duck target query", "/duck/target", [], .query(.init("/duck/target"))),
     Decoding("duck target set", "/duck/target", [.float(15)], change(.setDucking(.target(15)))),
     Decoding("duck target off", "/duck/target", [.string("off")], change(.setDucking(.target(nil)))),
     Decoding("duck floor set", "/duck/floor", [.int32(-30)], change(.setDucking(.floor(-30)))),
-    Decoding("duck floor query", "/duck/floor", [], .query(.duckFloor)),
+    Decoding("duck floor query", "/duck/floor", [], .query(.init("/duck/floor"))),
     Decoding("a rule for a pair on one route, by loudness", "/duck/rule",
              [.string("mic"), .string("music"), .string("tx"), .string("target"), .float(18), .string("floor"), .float(-30)],
              change(.setDuckingRule(DuckingRule(ducker: "mic", ducked: "music", route: "tx", target: 18, floor: -30)))),
@@ -154,7 +154,7 @@ let decodings: [Decoding] = [
     Decoding("a rule removed", "/duck/rule", [.string("mic"), .string("music"), .string("tx"), .string("remove")],
              change(.removeDuckingRule(ducker: "mic", ducked: "music", route: "tx"))),
     Decoding("a rule asked for", "/duck/rule", [.string("mic"), .string("music"), .string("")],
-             .query(.duckRule(ducker: "mic", ducked: "music", route: nil))),
+             .query(.init("/duck/rule", "", ["mic", "music", ""]))),
     Decoding("loudness meters at 10 Hz by default", "/meters/loudness", [], .loudnessMeters(url: nil, rate: 10)),
     Decoding("loudness meters above 10 Hz are capped at 10", "/meters/loudness", [.float(50), .string(udp)], .loudnessMeters(url: udp, rate: 10)),
     Decoding("meters to the sender at 20 Hz by default", "/meters", [], .meters(url: nil, rate: 20)),

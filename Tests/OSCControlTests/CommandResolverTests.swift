@@ -100,7 +100,7 @@ struct CommandResolverTests {
                                         .change(.selectRoute("headphones"), channels: nil)] {
             #expect(try resolver.resolve(command).change != nil)
         }
-        for command: ControlCommand in [.setNotify(app: "music", url: ""), .query(.systemVolume), .state, .subscribe(url: nil),
+        for command: ControlCommand in [.setNotify(app: "music", url: ""), .query(.init("/system/volume")), .state, .subscribe(url: nil),
                                         .unsubscribe(url: nil), .meters(url: nil, rate: 20)] {
             #expect(try resolver.resolve(command) == .init(command: command, change: nil))
         }

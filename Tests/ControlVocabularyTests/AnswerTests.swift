@@ -1,0 +1,89 @@
+import ControlVocabulary
+import OSCTransport
+import Policy
+import Testing
+
+/// Queries are answered by their rows: every path that can be read over OSC answers, with the
+/// types OSCQuery's TYPE says (a mismatch would leave the node without a VALUE), and the paths
+/// that cannot be read answer nothing.
+@Suite("Vocabulary: each row answers its own query")
+struct AnswerTests {
+    /// A state with an app and a ducking rule, every route there.
+    static func state() throws -> PolicyState {
+        var policy = PolicyEngine(routes: [("speaker", 1), ("headphones", 0.5)])
+        _ = try policy.apply(.register(AppConfiguration(name: "music", category: .playback)))
+        _ = try policy.apply(.setDuckingRule(DuckingRule(ducker: "nav", ducked: "music", route: nil, level: -12)))
+        return policy.state
+    }
+
+    /// The query of a row: the path without arguments (`/duck/rule` names its pair).
+    static func query(_ row: PathRow) -> OSCMessage {
+        let path = VocabularyTableTests.concrete(row)
+        return row.path == "/duck/rule" ? OSCMessage(path, [.string("nav"), .string("music"), .string("")]) : OSCMessage(path)
+    }
+
+    @Test("a row is read over OSC (ACCESS 3) exactly when it decodes a query and answers it")
+    func readableRowsAnswer() throws {
+        let state = try Self.state()
+        var answered = 0
+        for row in Vocabulary.rows where row.overOSC {
+            let decoded = try? Vocabulary.decode(Self.query(row)).command
+            guard row.access == .readWrite else {
+                if case .query? = decoded { Issue.record("\(row.path) is not readable but decodes a query") }
+                continue
+            }
+            guard case let .query(query)? = decoded else {
+                Issue.record("\(row.path) is readable but does not decode a query")
+                continue
+            }
+            #expect(query.path == row.path)
+            let reply = try Vocabulary.answer(query, state, notify: { "osc.udp://127.0.0.1:9000/ for \($0)" })
+            #expect(!reply.isEmpty, "\(row.path) answers nothing")
+            // OSCQuery's VALUE is the reply's first arguments, of the row's TYPE.
+            if row.inNamespace {
+                let tags = reply.prefix(row.typeTags.count).map { argument -> String in
+                    switch argument {
+                    case .float: "f"
+                    case .int32: "i"
+                    case .string: "s"
+                    default: "?"
+                    }
+                }.joined()
+                #expect(tags == row.typeTags, "\(row.path) answers \(reply), TYPE \(row.typeTags)")
+            }
+            answered += 1
+        }
+        #expect(answered >= 18, "\(answered) rows answer")
+    }
+
+    @Test("a query names the app or route it asks about: an unknown one is -3 or -4")
+    func unknownNames() throws {
+        let state = try Self.state()
+        let volume = try #require(Vocabulary.row(for: "/app/x/volume")).0
+        #expect(throws: PolicyError(.unknownApp, "no app named 'ghost'")) {
+            try Vocabulary.answer(ControlCommand.Query(volume.path, "ghost"), state)
+        }
+        #expect(throws: PolicyError(.unknownRoute, "no route named 'hdmi'")) {
+            try Vocabulary.answer(ControlCommand.Query("/route/<route>/available", "hdmi"), state)
+        }
+        #expect(throws: PolicyError(.unknownPath, "no such path: '/nowhere' (docs/OSC.md lists them)")) {
+            try Vocabulary.answer(ControlCommand.Query("/nowhere"), state)
+        }
+    }
+
+    @Test("what a few rows answer, read from the state")
+    func someAnswers() throws {
+        let state = try Self.state()
+        func ask(_ path: String, _ arguments: [OSCArgument] = []) throws -> [OSCArgument] {
+            guard case let .query(query) = try Vocabulary.decode(OSCMessage(path, arguments)).command else { return [] }
+            return try Vocabulary.answer(query, state, notify: { $0 == "music" ? "osc.udp://10.0.0.2:9000/" : "" })
+        }
+        #expect(try ask("/app/music/volume") == [.float(1)])
+        #expect(try ask("/app/music/category") == [.string("playback"), .string(""), .string("default")])
+        #expect(try ask("/app/music/notify") == [.string("osc.udp://10.0.0.2:9000/")])
+        #expect(try ask("/system/volume") == [.float(1), .string("speaker")])
+        #expect(try ask("/route/headphones/available") == [.int32(1)])
+        #expect(try ask("/duck/rule", [.string("nav"), .string("music"), .string("")])
+            == [.string("nav"), .string("music"), .string(""), .string("level"), .float(-12)])
+    }
+}
