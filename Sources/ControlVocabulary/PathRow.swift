@@ -115,11 +115,38 @@ public struct PathRow: Sendable {
         self.inNamespace = inNamespace
         decoder = decode
         self.answer = answer
+        show = nil
+        perChannel = false
     }
 
-    /// A read-only node OSCQuery shows and OSC has no path for.
-    init(readOnly path: String, _ parameters: [Parameter], _ description: String) {
+    /// A read-only row's VALUE, from a reading (nil for the others: theirs is their query's
+    /// answer).
+    public private(set) var show: (@Sendable (Shown) -> [OSCArgument])?
+    /// Whether the row's one parameter stands for each channel, as many times as it shows values
+    /// (a meter: OSCQuery's TYPE, RANGE and UNIT repeat it).
+    public private(set) var perChannel: Bool
+
+    /// What a read-only row reads: the app or route its path names (nil: none of that name),
+    /// and what the whole router shows.
+    public struct Shown {
+        public var app: ControlReading.App?
+        public var route: ControlReading.Route?
+        public var nowPlaying: String?
+        public var outsideInterruptions: [String]
+        public init(app: ControlReading.App?, route: ControlReading.Route?, nowPlaying: String?, outsideInterruptions: [String]) {
+            self.app = app
+            self.route = route
+            self.nowPlaying = nowPlaying
+            self.outsideInterruptions = outsideInterruptions
+        }
+    }
+
+    /// A read-only node OSCQuery shows, with its VALUE, and OSC has no path for.
+    init(readOnly path: String, _ parameters: [Parameter], _ description: String, perChannel: Bool = false,
+         show: @escaping @Sendable (Shown) -> [OSCArgument]) {
         self.init(path, .readOnly, parameters, arguments: "", reply: "", description, example: nil, decode: nil)
+        self.show = show
+        self.perChannel = perChannel
     }
 
     /// The name the path's `<app>` or `<route>` stands for in `parts` (the path split at its

@@ -32,11 +32,14 @@ extension Vocabulary {
                     return ControlCommand.categoryArguments(configuration.category, configuration.options, configuration.mode)
                 }),
         PathRow(readOnly: "/app/<app>/state", [P("state", .string, appStates)],
-                "what the app is doing now (read only; /duckrouter/app notifies changes)"),
+                "what the app is doing now (read only; /duckrouter/app notifies changes)",
+                show: { [.string($0.app?.state ?? AppAudioState.inactive.rawValue)] }),
         PathRow(readOnly: "/app/<app>/meter", [P("peak", .float, .numbers(Limits.meter), unit: "gain.db")],
-                "the app's input peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)"),
+                "the app's input peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)",
+                perChannel: true, show: { meter($0.app?.peaks ?? []) }),
         PathRow(readOnly: "/app/<app>/why", [P("why", .string)],
-                "what holds the app back now: \"ducked by nav\", \"interrupted by phone (outside)\", \"silenced by the silent switch\"; \"\" when nothing does (read only)"),
+                "what holds the app back now: \"ducked by nav\", \"interrupted by phone (outside)\", \"silenced by the silent switch\"; \"\" when nothing does (read only)",
+                show: { [.string($0.app?.why ?? "")] }),
         PathRow("/app/<app>/activate", .none, arguments: "—", reply: "—",
                 "setActive(true): may interrupt or duck others, or be refused (-6)",
                 example: [], decode: { _, name in .change(.activate(app: name), channels: nil) }),
@@ -77,6 +80,11 @@ extension Vocabulary {
                 "which app channel plays on which route channel (multiRoute apps)",
                 example: [.string("default")], decode: channelMap, answer: { q in ControlCommand.channelMapArguments(try q.app().channelMap) }),
     ]
+
+    /// A meter's values: each channel's peak, dBFS, no lower than the meter's floor.
+    static func meter(_ peaks: [Double]) -> [OSCArgument] {
+        peaks.map { .float(Float(max($0, Limits.meter.lowerBound))) }
+    }
 
     static func register(_ a: inout Arguments, _: String) throws(PolicyError) -> ControlCommand {
         let name = try a.string("app")

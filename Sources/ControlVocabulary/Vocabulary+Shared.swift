@@ -29,7 +29,8 @@ extension Vocabulary {
                     a.isEmpty ? ask() : .change(.setSilentSwitch(try a.boolean("on")), channels: nil)
                 }, answer: { q in [.int32(q.state.silentSwitch ? 1 : 0)] }),
         PathRow(readOnly: "/system/interruption/sources", [P("sources", .string)],
-                "the outside interruptions under way, comma-separated (read only)"),
+                "the outside interruptions under way, comma-separated (read only)",
+                show: { [.string($0.outsideInterruptions.joined(separator: ","))] }),
         PathRow("/system/interruption/begin", .writeOnly, [P("source", .string)],
                 arguments: "s source", reply: "—",
                 "an outside interruption begins: s source",
@@ -59,13 +60,16 @@ extension Vocabulary {
                     a.isEmpty ? ask(route) : .change(.setRouteAvailable(route: route, try a.boolean("available")), channels: nil)
                 }, answer: { q in [.int32(q.state.availableRoutes.contains(try q.route()) ? 1 : 0)] }),
         PathRow(readOnly: "/route/<route>/volume", [P("volume", .float, .numbers(Limits.volume))],
-                "the route's system volume, kept per route (read only; /system/volume sets the current route's)"),
+                "the route's system volume, kept per route (read only; /system/volume sets the current route's)",
+                show: { [.float(Float($0.route?.volume ?? 0))] }),
         PathRow(readOnly: "/route/<route>/meter", [P("peak", .float, .numbers(Limits.meter), unit: "gain.db")],
-                "the route's output peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)"),
+                "the route's output peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)",
+                perChannel: true, show: { meter($0.route?.peaks ?? []) }),
     ]
 
     static let remoteRows: [PathRow] =
-        [PathRow(readOnly: "/remote/nowPlaying", [P("app", .string)], "the app remote commands go to now; \"\" when none (read only)")]
+        [PathRow(readOnly: "/remote/nowPlaying", [P("app", .string)], "the app remote commands go to now; \"\" when none (read only)",
+                 show: { [.string($0.nowPlaying ?? "")] })]
         + RemoteCommand.allCases.map { command in
             // The value's range is the policy's (`RemoteCommand.valueRule`); the words are these.
             func value(_ name: String, _ range: ClosedRange<Double>) -> P {

@@ -101,19 +101,17 @@ public struct Namespace {
             return method(path, row.description, type: row.typeTags.isEmpty ? nil : row.typeTags, access: row.access,
                           valueOf: row.access == .readWrite ? path : nil, range: ranges, unit: units)
         }
-        let values: [OSCQueryNode.Value]
-        switch row.path {
-        case "/app/<app>/state": values = [.string(apps[name]?.state ?? "inactive")]
-        case "/app/<app>/why": values = [.string(apps[name]?.why ?? "")]
-        case "/app/<app>/meter": return Self.meter(path, row, apps[name]?.peaks ?? [])
-        case "/route/<route>/meter": return Self.meter(path, row, routes[name]?.peaks ?? [])
-        case "/route/<route>/volume": values = [.float(Float(routes[name]?.volume ?? 0))]
-        case "/system/interruption/sources": values = [.string(outsideInterruptions.joined(separator: ","))]
-        case "/remote/nowPlaying": values = [.string(nowPlaying ?? "")]
-        default: values = []   // a read-only row the reading has nothing for (NamespaceTests: none)
+        let shown = row.show?(PathRow.Shown(app: apps[name], route: routes[name], nowPlaying: nowPlaying,
+                                            outsideInterruptions: outsideInterruptions)) ?? []
+        let values = Self.values(shown, matching: row.perChannel ? String(repeating: row.typeTags, count: shown.count) : row.typeTags) ?? []
+        guard row.perChannel else {
+            return OSCQueryNode(fullPath: path, description: row.description, type: row.typeTags, access: row.access,
+                                value: values.isEmpty ? nil : values, range: ranges, unit: units)
         }
-        return OSCQueryNode(fullPath: path, description: row.description, type: row.typeTags, access: row.access,
-                            value: values.isEmpty ? nil : values, range: ranges, unit: units)
+        // One of its parameter per channel: as many as it shows (none yet: none).
+        return OSCQueryNode(fullPath: path, description: row.description, type: String(repeating: row.typeTags, count: values.count),
+                            access: .readOnly, value: values, range: values.map { _ in range(row.parameters[0]) },
+                            unit: values.map { _ in row.parameters[0].unit })
     }
 
     /// A parameter's RANGE entry.
@@ -132,15 +130,6 @@ public struct Namespace {
     /// Whether `path` is a meter (LISTENed at 20 Hz through the OSC server's meters, not pushed
     /// on change).
     static func isMeter(_ path: String) -> Bool { path.hasSuffix("/meter") && (path.hasPrefix("/app/") || path.hasPrefix("/route/")) }
-
-    /// A meter: one float per channel (the row's one parameter, repeated).
-    private static func meter(_ path: String, _ row: PathRow, _ peaks: [Double]) -> OSCQueryNode {
-        let floor = Limits.meter.lowerBound
-        return OSCQueryNode(fullPath: path, description: row.description, type: String(repeating: "f", count: peaks.count), access: .readOnly,
-                            value: peaks.map { .float(Float(max($0, floor))) },
-                            range: peaks.map { _ in Range(minimum: Limits.meter.lowerBound, maximum: Limits.meter.upperBound) },
-                            unit: peaks.map { _ in row.parameters.first?.unit })
-    }
 
     private typealias Range = OSCQueryNode.Range
 

@@ -86,4 +86,35 @@ struct AnswerTests {
         #expect(try ask("/duck/rule", [.string("nav"), .string("music"), .string("")])
             == [.string("nav"), .string("music"), .string(""), .string("level"), .float(-12)])
     }
+
+    @Test("every read-only row shows its value from a reading, of its TYPE (a meter: one per channel)")
+    func readOnlyRowsShow() {
+        let shown = PathRow.Shown(app: .init(name: "music", state: "ducked", why: "ducked by nav", peaks: [-6, -.infinity]),
+                                  route: .init(name: "speaker", volume: 0.5, peaks: [-3, -200]), nowPlaying: "music",
+                                  outsideInterruptions: ["phone", "alarm"])
+        var shownRows: [String: [OSCArgument]] = [:]
+        for row in Vocabulary.rows where row.access == .readOnly {
+            guard let show = row.show else {
+                Issue.record("\(row.path) is read-only and shows nothing")
+                continue
+            }
+            let values = show(shown)
+            let tags = values.map { argument -> String in
+                switch argument {
+                case .float: "f"
+                case .int32: "i"
+                case .string: "s"
+                default: "?"
+                }
+            }.joined()
+            #expect(tags == (row.perChannel ? String(repeating: row.typeTags, count: values.count) : row.typeTags), "\(row.path)")
+            shownRows[row.path] = values
+        }
+        #expect(shownRows["/app/<app>/state"] == [.string("ducked")])
+        #expect(shownRows["/app/<app>/meter"] == [.float(-6), .float(Float(Limits.meter.lowerBound))], "peaks no lower than the floor")
+        #expect(shownRows["/route/<route>/volume"] == [.float(0.5)])
+        #expect(shownRows["/system/interruption/sources"] == [.string("phone,alarm")])
+        #expect(shownRows["/remote/nowPlaying"] == [.string("music")])
+        #expect(Vocabulary.rows.filter { $0.access != .readOnly }.allSatisfy { $0.show == nil }, "only read-only rows show a value of their own")
+    }
 }
