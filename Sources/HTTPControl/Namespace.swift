@@ -127,9 +127,9 @@ public struct Namespace {
 
     // MARK: Helpers
 
-    /// Whether `path` is a meter (LISTENed at 20 Hz through the OSC server's meters, not pushed
-    /// on change).
-    static func isMeter(_ path: String) -> Bool { path.hasSuffix("/meter") && (path.hasPrefix("/app/") || path.hasPrefix("/route/")) }
+    /// Whether `path` is a meter (a row with a value per channel: LISTENed at 20 Hz through the
+    /// OSC server's meters, not pushed on change).
+    static func isMeter(_ path: String) -> Bool { Vocabulary.row(for: path)?.0.perChannel == true }
 
     private typealias Range = OSCQueryNode.Range
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import JackHost
+import SessionStore
 
 /// The router's link to the JACK server: opening a client, telling events of the current client
 /// from those of one closed since, losing the server, and joining it again with backoff.
@@ -31,6 +32,12 @@ final class JackLink: @unchecked Sendable {
     struct NetManager: Sendable {
         var arguments: String
         var routes: [String]
+
+        /// netmanager where the session's `netjack2` says: its address (`-a`) and port (`-p`).
+        init(_ settings: Session.NetJack2Settings, routes: [String]) {
+            arguments = "-a \(settings.address) -p \(settings.port)"
+            self.routes = routes
+        }
     }
 
     /// Receives a JACK event and the epoch of the client that sent it, on the control queue.

@@ -171,7 +171,7 @@ public final class Router: @unchecked Sendable {
         link = JackLink(parameters: .init(clientName: clientName, server: configuration.server,
                                           reportsLatency: session.routes.contains { $0.lookahead > 0 || $0.unseenLatency != nil },
                                           netManager: session.usesNetJack2
-                                              ? .init(arguments: session.netjack2.loadArguments, routes: session.netJack2Routes) : nil,
+                                              ? .init(session.netjack2, routes: session.netJack2Routes) : nil,
                                           reconnectDelays: configuration.reconnectDelays), queue: queue)
         var engineConfiguration = configuration.engine
         engineConfiguration.maxTapGroups = max(engineConfiguration.maxTapGroups,

@@ -208,9 +208,6 @@ public struct Session: Equatable, Sendable {
         public var address: String = "225.3.19.154"
         public var port: Int = 19000
         public init() {}
-
-        /// netmanager's load arguments.
-        public var loadArguments: String { "-a \(address) -p \(port)" }
     }
 
     public struct Input: Equatable, Sendable {

@@ -60,13 +60,14 @@ struct SessionLoaderTests {
             """#)
         #expect(session.routes[0].ports == ["stagebox:to_slave_1", "stagebox:to_slave_2", "stagebox:to_slave_3"])
         #expect(session.routes[0].remote == .netjack2(peer: "stagebox") && session.routes[0].isPrivate)
-        #expect(session.netjack2.loadArguments == "-a 10.0.0.1 -p 19100")
+        #expect(session.netjack2.address == "10.0.0.1" && session.netjack2.port == 19100)
         let local = try parse(#"{"routes": [{"name": "foh", "ports": ["system:playback_1"]}]}"#)
         #expect(session.usesNetJack2 && !local.usesNetJack2)
         #expect(session.routes.map(\.kind) == [.netjack2, .graph])
         #expect(session.routes.allSatisfy { $0.unseenLatency == nil && !$0.farEndWatched && $0.sender == nil }, "netjack2 reports its own latency and needs no sender")
         #expect(try parse(#"{"routes": [{"name": "s", "remote": {"engine": "netjack2", "peer": "p"}}]}"#).routes[0].channelCount == 2)
-        #expect(try parse("{}").netjack2.loadArguments == "-a 225.3.19.154 -p 19000", "netjack2's own defaults")
+        #expect(try parse("{}").netjack2 == Session.NetJack2Settings(), "netjack2's own defaults")
+        #expect(Session.NetJack2Settings().address == "225.3.19.154" && Session.NetJack2Settings().port == 19000)
     }
 
     @Test("a remote route over zita-njbridge: the sender's ports, the far end watched by default, what the route says of itself")
