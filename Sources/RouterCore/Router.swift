@@ -271,9 +271,9 @@ public final class Router: @unchecked Sendable {
         do throws(PolicyError) {
             for app in session.apps {
                 try policy.apply(.register(app.configuration))
-                if let volume = session.volumes.apps[app.name] { try policy.apply(.setAppVolume(app: app.name, .position(volume))) }
-                if let map = app.channelMap { try policy.apply(.setChannelMap(app: app.name, map)) }
-                try policy.apply(.setActivation(app: app.name, app.activation, app.signal))
+                for event in SessionReload.setup(of: app, volume: session.volumes.apps[app.name], activating: false) {
+                    try policy.apply(event)
+                }
             }
         } catch {
             throw .policy(error)

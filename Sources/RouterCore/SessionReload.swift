@@ -79,12 +79,14 @@ struct SessionReload {
         }
     }
 
-    /// The events that follow a new app's registration: activation, map, volume, start active.
-    static func setup(of app: Session.App, volume: Double?) -> [PolicyEvent] {
+    /// The events that follow an app's registration, at start and when a reload adds it: what
+    /// activates it and how its sound is judged, its map, its volume; and, when `activating`
+    /// (a reload; at start the router activates once it runs), its activation.
+    static func setup(of app: Session.App, volume: Double?, activating: Bool = true) -> [PolicyEvent] {
         var events: [PolicyEvent] = [.setActivation(app: app.name, app.activation, app.signal)]
         if let map = app.channelMap { events.append(.setChannelMap(app: app.name, map)) }
         if let volume { events.append(.setAppVolume(app: app.name, .position(volume))) }
-        if app.startsActive { events.append(.activate(app: app.name)) }
+        if activating && app.startsActive { events.append(.activate(app: app.name)) }
         return events
     }
 }
