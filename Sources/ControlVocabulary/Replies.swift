@@ -40,6 +40,8 @@ extension ControlCommand {
         case let .selectRoute(route): return [.string(route)]
         case let .setChannelMap(_, links): return channelMapArguments(links)
         case let .setActivation(app, _, _): return (try? Vocabulary.answer(Query("/app/<app>/activation", app), state())) ?? []
+        // A person's setting: what its path answers now (`/app/<app>/mute`).
+        case let .setAppSetting(app, change): return (try? Vocabulary.answer(Query("/app/<app>/\(change.name)", app), state())) ?? []
         // What the route is now: asking for a route whose ports are missing leaves it unavailable.
         case let .setRouteAvailable(route, _): return [.int32(state().availableRoutes.contains(route) ? 1 : 0)]
         case .remoteCommand:

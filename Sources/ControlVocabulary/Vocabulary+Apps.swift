@@ -60,6 +60,12 @@ extension Vocabulary {
                     return [.string(session.configuration.activation.rawValue), .float(Float(session.signal.threshold)),
                             .float(Float(session.signal.attack)), .float(Float(session.signal.hold)), .float(Float(session.signal.hysteresis))]
                 }),
+        PathRow("/app/<app>/mute", .readWrite, [P("muted", .int, .numbers(0...1))],
+                arguments: "i 0/1", reply: "i muted",
+                "muted: silent whatever its volume (which it keeps), and ducking no one; kept across restarts",
+                example: [.int32(1)], decode: { a, name in
+                    a.isEmpty ? ask(name) : .change(.setAppSetting(app: name, .muted(try a.boolean("muted"))), channels: nil)
+                }, answer: { q in [.int32(try q.app().settings.muted ? 1 : 0)] }),
         PathRow("/app/<app>/remote", .readWrite, [P("commands", .string)],
                 arguments: "s commands", reply: "s commands",
                 "remote commands the app handles, comma-separated",

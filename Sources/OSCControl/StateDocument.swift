@@ -39,6 +39,8 @@ struct StateDocument: Encodable {
         var why: String
         /// Each route it is ducked on (absent when it is not ducked).
         var ducking: [Duck]?
+        /// What a person set on it beyond its volume: `muted`.
+        var settings: AppSettings
     }
 
     /// One duck of an app on one route (docs/POLICY.md, "Why is this ducked?").
@@ -248,7 +250,8 @@ struct StateDocument: Encodable {
                                 target: duck.rule.target, floorDb: duck.rule.target == nil ? nil : duck.rule.floor,
                                 gainDb: tenth(level(duck.depthDecibels)), duckerLufs: duck.duckerLufs.map(tenth),
                                 duckedLufs: duck.duckedLufs.map(tenth), differenceLu: duck.differenceLu.map(tenth))
-                       })
+                       },
+                       settings: session?.settings ?? AppSettings())
         }
         func tenth(_ value: Double) -> Double { (value * 10).rounded() / 10 }
         func level(_ dB: Double) -> Double { max(dB, Double(Decibels.floor)) }

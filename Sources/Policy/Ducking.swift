@@ -178,8 +178,8 @@ public struct LoudnessDuck: Equatable, Sendable {
 }
 
 extension PolicyState {
-    /// The app that ducks, by name: active, with duckOthers, its duck not released.
-    var duckers: [AppSession] { apps.filter { $0.isActive && $0.configuration.ducksOthers && !$0.duckReleased } }
+    /// The apps that duck: active, with duckOthers, not muted, their duck not released.
+    var duckers: [AppSession] { apps.filter { $0.isActive && $0.configuration.ducksOthers && !$0.settings.muted && !$0.duckReleased } }
 
     /// Whether an inactive signal-activated app is listening: heard before it is active, whenever
     /// it could be activated now (an active app is not "listening").

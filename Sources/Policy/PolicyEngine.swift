@@ -113,7 +113,8 @@ struct Mix {
             }
             let duck = deepest?.factor ?? 1
             let silenced = heard && state.silentSwitch && app.configuration.category.obeysSilentSwitch
-            let audible = heard && !silenced
+            // Muted: silent, and ducking no one (`duckers`), whatever its state.
+            let audible = heard && !silenced && !app.settings.muted
             let mixState: AppAudioState = switch app.activity {
             case .interrupted: .interrupted
             case .inactive: listening ? (silenced ? .silenced : .listening) : .inactive
@@ -247,6 +248,10 @@ private struct Transition {
             let gain = try linear(volume, setting: "app volume", maximumDecibels: Limits.appGain.upperBound)
             guard gain != state.apps[index].volume else { return }
             state.apps[index].volume = gain
+            save = true
+        case let .setAppSetting(name, change):
+            let index = try state.index(of: name)
+            guard state.apps[index].settings.apply(change) else { return }
             save = true
         case let .setDucking(parameter):
             try setDucking(parameter)

@@ -42,6 +42,8 @@ public enum PolicyEvent: Equatable, Sendable {
     case setSilentSwitch(Bool)
     case setSystemVolume(route: String, Volume)
     case setAppVolume(app: String, Volume)
+    /// A person's setting of an app (`AppSettings`), such as mute.
+    case setAppSetting(app: String, AppSettings.Change)
     case setDucking(DuckingParameter)
     /// Replaces the per-pair ducking rules (a session file reloaded).
     case setDuckingRules([DuckingRule])
@@ -73,7 +75,7 @@ extension PolicyEvent {
         case let .register(configuration): configuration.name
         case let .setCategory(app, _, _, _), let .unregister(app), let .activate(app), let .deactivate(app, _),
              let .signal(app, _), let .releaseDuck(app, _), let .setActivation(app, _, _), let .setAppVolume(app, _),
-             let .setRemoteCommands(app, _), let .setChannelMap(app, _):
+             let .setRemoteCommands(app, _), let .setChannelMap(app, _), let .setAppSetting(app, _):
             app
         case .outsideInterruptionBegan, .outsideInterruptionEnded, .setSilentSwitch, .setSystemVolume, .setDucking,
              .setDuckingRules, .setDuckingRule, .removeDuckingRule, .setLoudnessDucks, .remoteCommand, .selectRoute,

@@ -1,8 +1,8 @@
 /// Why an app is not heard as it would be alone: the words a person reads beside it (the control
 /// page, OSCQuery's `/app/<app>/why`). Pure: read from the state, as the mix is.
 extension PolicyState {
-    /// "ducked by nav", "interrupted by phone", "silenced by the silent switch"…; "" when
-    /// nothing holds the app back (active, inactive, listening) or no app has that name.
+    /// "ducked by nav", "interrupted by phone", "silenced by the silent switch", "muted"…; ""
+    /// when nothing holds the app back (active, inactive, listening) or no app has that name.
     public func why(_ name: String) -> String {
         guard let app = app(name), let mix = Mix(of: self).apps[name] else { return "" }
         return Self.why(app, mix)
@@ -44,8 +44,6 @@ extension PolicyState {
 
     private static func why(_ app: AppSession, _ mix: AppMix) -> String {
         switch mix.state {
-        case .ducked:
-            return mix.duckRule.map { "ducked by \($0.ducker)" } ?? "ducked"
         case .silenced:
             return "silenced by the silent switch"
         case .interrupted:
@@ -56,6 +54,10 @@ extension PolicyState {
             case let .outside(source): return "interrupted by \(source) (outside)"
             case let .routeDisconnected(route): return "paused: \(route) went away"
             }
+        case _ where app.settings.muted:
+            return "muted"
+        case .ducked:
+            return mix.duckRule.map { "ducked by \($0.ducker)" } ?? "ducked"
         default:
             return ""
         }

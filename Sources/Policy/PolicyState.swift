@@ -63,6 +63,8 @@ public struct AppSession: Equatable, Sendable {
     public var duckReleased = false
     /// How its sound is judged (signal activation, unduckAfter).
     public var signal = SignalDetection()
+    /// What a person set on it beyond its volume (mute).
+    public var settings = AppSettings()
 
     /// Whether the app receives the input route now: a recording category, active, and activated
     /// on request since its last interruption.

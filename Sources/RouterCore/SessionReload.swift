@@ -86,6 +86,7 @@ struct SessionReload {
         var events: [PolicyEvent] = [.setActivation(app: app.name, app.activation, app.signal)]
         if let map = app.channelMap { events.append(.setChannelMap(app: app.name, map)) }
         if let volume { events.append(.setAppVolume(app: app.name, .position(volume))) }
+        if app.settings != AppSettings() { events += app.settings.changes.map { .setAppSetting(app: app.name, $0) } }
         if activating && app.startsActive { events.append(.activate(app: app.name)) }
         return events
     }

@@ -129,6 +129,7 @@ struct StateKeeper {
                                            channelmap: app.channelMap?.map { .init(channel: $0.appChannel, target: "\($0.route):\($0.routeChannel)") })
                 if c.activation != .osc { saved.activation = c.activation.rawValue }
                 if app.signal != SignalDetection() { saved.signal = .init(app.signal) }
+                if app.settings != AppSettings() { saved.settings = app.settings }
                 return saved
             })
     }

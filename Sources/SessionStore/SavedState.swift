@@ -21,6 +21,9 @@ public struct SavedState: Codable, Equatable, Sendable {
         /// (absent: the defaults). Files written before these existed load as `osc` and defaults.
         public var activation: String?
         public var signal: Signal?
+        /// What a person set on it beyond its volume (`mute`); absent in files written before
+        /// these existed, and when every setting has its default.
+        public var settings: AppSettings?
 
         public struct Signal: Codable, Equatable, Sendable {
             public var threshold: Double
@@ -255,7 +258,9 @@ extension Session {
             let signal = app.signal?.detection ?? SignalDetection()
             if let index = session.apps.firstIndex(where: { $0.name == app.name }) {
                 // A session app keeps its ports (channels) and patchbay rules; what was changed at
-                // run time (category, options, mode, remote commands, map, activation) comes back.
+                // run time (category, options, mode, remote commands, map, activation, a person's
+                // settings) comes back.
+                session.apps[index].settings = app.settings ?? AppSettings()
                 session.apps[index].activation = activation
                 session.apps[index].signal = signal
                 session.apps[index].category = category
@@ -273,6 +278,7 @@ extension Session {
                 restored.signal = signal
                 restored.channelMap = category == .multiRoute ? links : nil
                 restored.registeredAtRunTime = true
+                restored.settings = app.settings ?? AppSettings()
                 session.apps.append(restored)
             }
         }

@@ -242,6 +242,9 @@ public struct Session: Equatable, Sendable {
         /// Registered over OSC in an earlier run and brought back from the state file: it belongs
         /// to nobody until a program registers it again.
         public var registeredAtRunTime = false
+        /// What a person set on it beyond its volume (mute), brought back from the state file
+        /// (session files do not set these).
+        public var settings = AppSettings()
 
         public init(name: String, category: Category = .soloAmbient, channelCount: Int = 2,
                     connect: [PortPattern] = []) {

@@ -57,7 +57,7 @@ let refusals: [Refusal] = [
             "too many arguments: 2 given, 1 expected"),
     unknownPath("/app/register with more after it", "/app/register/now", [.string("x"), .string("ambient")]),
     unknownPath("an app without a verb", "/app/music"),
-    unknownPath("an unknown app verb", "/app/music/mute", [.int32(1)]),
+    unknownPath("an unknown app verb", "/app/music/solo", [.int32(1)]),
     unknownPath("an app path one level too deep", "/app/music/volume/left", [.float(1)]),
     unknownPath("/system alone", "/system"),
     unknownPath("an unknown system path", "/system/mute"),

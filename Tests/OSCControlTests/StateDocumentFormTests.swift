@@ -21,6 +21,7 @@ struct StateDocumentFormTests {
         "channelMap": "channelmap",
         "activatedBy": "activeBecause",
         "duckReleased": "duckReleased",
+        "settings": "settings",                // a person's settings, whole: `muted`
         "signal": nil,                         // /app/<app>/activation answers it
         "activationSequence": nil,             // internal order; Now Playing (`nowPlaying`) is what it decides
         "activatedByRequest": nil,             // internal: whether a recording app hears its input
@@ -37,7 +38,7 @@ struct StateDocumentFormTests {
         #expect(Self.labels(app) == Set(Self.session.keys))
         let shown = StateDocument.App(name: "x", category: "playback", options: [], mode: "default", remote: [], resume: "app",
                                       state: "inactive", interruptedBy: nil, activation: "osc", activeBecause: nil, duckReleased: false,
-                                      volume: 1, gainDb: 0, ports: [], owner: nil, notify: nil, channelmap: nil, why: "", ducking: nil)
+                                      volume: 1, gainDb: 0, ports: [], owner: nil, notify: nil, channelmap: nil, why: "", ducking: nil, settings: AppSettings())
         let named = Set(Array(Self.configuration.values) + Array(Self.session.values)).compactMap { $0 }
         #expect(Self.labels(shown) == Set(named).union(Self.besides), "/state's app has exactly the model's fields shown, and the others it names")
     }

@@ -21,7 +21,7 @@ struct ModelFormTests {
     static let appSession: [String: String?] = [
         "configuration": nil,              // its fields, above
         "volume": nil,                     // kept in SavedState.appVolumes, by app
-        "channelMap": "channelmap", "signal": "signal",
+        "channelMap": "channelmap", "signal": "signal", "settings": "settings",
         "activity": nil,                   // what happens at run time starts over: inactive
         "activationSequence": nil, "activatedByRequest": nil, "activatedBy": nil, "duckReleased": nil,
     ]
@@ -59,12 +59,16 @@ struct ModelFormTests {
         let signal = SignalDetection(threshold: -30, attack: 20, hold: 800, hysteresis: 3)
         try policy.apply(.setActivation(app: "desk", .signal, signal))
         try policy.apply(.setAppVolume(app: "desk", .position(0.25)))
+        try policy.apply(.setAppSetting(app: "desk", .muted(true)))
         let saved = StateKeeper.savedState(policy.state, channels: ["desk": 3], defaultChannelCount: 2)
         let (restored, notes) = session.applying(saved)
         #expect(notes.isEmpty, "\(notes)")
         let app = try #require(restored.apps.first { $0.name == "desk" })
         #expect(app.configuration == configuration)
         #expect(app.channelMap == map && app.signal == signal && app.channelCount == 3)
+        var settings = AppSettings()
+        settings.muted = true
+        #expect(app.settings == settings, "a person's settings come back")
         #expect(restored.volumes.apps["desk"] == 0.25)
     }
 }

@@ -231,6 +231,7 @@ function buildStrip(app) {
     <div class="meter" aria-hidden="true"><div></div></div>
     <div class="strip-controls">
       <input type="range" min="0" max="1" step="0.001" aria-label="volume">
+      <button class="mute" aria-pressed="false">Mute</button>
       <button class="activate"></button>
     </div>`;
   strip.querySelector(".strip-name").textContent = app;
@@ -238,6 +239,9 @@ function buildStrip(app) {
   fader.setAttribute("aria-label", `${app} volume`);
   fader.dataset.path = `/app/${app}/volume`;
   hold(fader, (value) => send(`/app/${app}/volume`, [["f", value]]));
+  const mute = strip.querySelector(".mute");
+  mute.setAttribute("aria-label", `mute ${app}`);
+  mute.onclick = () => send(`/app/${app}/mute`, [["i", mute.getAttribute("aria-pressed") === "true" ? 0 : 1]]);
   strip.querySelector(".activate").onclick = () => {
     const state = (values[`/app/${app}/state`] || [""])[0];
     send(`/app/${app}/${state === "inactive" || state === "listening" ? "activate" : "deactivate"}`);
@@ -354,6 +358,9 @@ function renderApp(app, leaf, value) {
       return;
     case "volume":
       return setSlider(strip.querySelector("input"), value[0]);
+    case "mute":
+      strip.querySelector(".mute").setAttribute("aria-pressed", String(value[0] === 1));
+      return;
     case "remote":
       return renderNowPlaying();
   }
