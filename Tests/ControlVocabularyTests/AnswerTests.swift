@@ -16,6 +16,18 @@ struct AnswerTests {
         return policy.state
     }
 
+    /// OSCQuery's TYPE of some arguments ("?" for a type it has none for).
+    static func tags(_ arguments: [OSCArgument]) -> String {
+        arguments.map { argument -> String in
+            switch argument {
+            case .float: "f"
+            case .int32: "i"
+            case .string: "s"
+            default: "?"
+            }
+        }.joined()
+    }
+
     /// The query of a row: the path without arguments (`/duck/rule` names its pair).
     static func query(_ row: PathRow) -> OSCMessage {
         let path = VocabularyTableTests.concrete(row)
@@ -41,14 +53,7 @@ struct AnswerTests {
             #expect(!reply.isEmpty, "\(row.path) answers nothing")
             // OSCQuery's VALUE is the reply's first arguments, of the row's TYPE.
             if row.inNamespace {
-                let tags = reply.prefix(row.typeTags.count).map { argument -> String in
-                    switch argument {
-                    case .float: "f"
-                    case .int32: "i"
-                    case .string: "s"
-                    default: "?"
-                    }
-                }.joined()
+                let tags = Self.tags(Array(reply.prefix(row.typeTags.count)))
                 #expect(tags == row.typeTags, "\(row.path) answers \(reply), TYPE \(row.typeTags)")
             }
             answered += 1
@@ -99,14 +104,7 @@ struct AnswerTests {
                 continue
             }
             let values = show(shown)
-            let tags = values.map { argument -> String in
-                switch argument {
-                case .float: "f"
-                case .int32: "i"
-                case .string: "s"
-                default: "?"
-                }
-            }.joined()
+            let tags = Self.tags(values)
             #expect(tags == (row.perChannel ? String(repeating: row.typeTags, count: values.count) : row.typeTags), "\(row.path)")
             shownRows[row.path] = values
         }
