@@ -10,7 +10,7 @@ public struct ControlReading: Sendable {
         public var name: String
         /// One of `AppAudioState`'s words: `inactive`, `listening`, `active`, …
         public var state: String
-        /// What holds it back ("ducked by nav"), or "".
+        /// What holds it back ("ducked by nav"), or "" (also until `withWhy` works it out).
         public var why: String
         /// Input peak per channel, dBFS (the latest meter interval).
         public var peaks: [Double]
@@ -56,6 +56,15 @@ public struct ControlReading: Sendable {
         self.nowPlaying = nowPlaying
         self.outsideInterruptions = outsideInterruptions
         self.notify = notify
+    }
+
+    /// The reading with each app's why worked out from the policy (a mix of every app: done by
+    /// a reader that shows it, not for every reading).
+    public func withWhy() -> ControlReading {
+        let why = policy.whyAll()
+        var reading = self
+        for index in reading.apps.indices { reading.apps[index].why = why[reading.apps[index].name] ?? "" }
+        return reading
     }
 
     /// What `path` replies to an OSC message without arguments, when that is a query:

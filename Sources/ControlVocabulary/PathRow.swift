@@ -91,7 +91,7 @@ public struct PathRow: Sendable {
     let decoder: (@Sendable (inout Arguments, String) throws -> ControlCommand)?
     /// What a query of the path replies (nil: it has none), read from the state the question
     /// carries; it throws only `PolicyError`s (an unknown app or route, a missing rule).
-    let answer: (@Sendable (Question) throws -> [OSCArgument])?
+    public let answer: (@Sendable (Question) throws -> [OSCArgument])?
 
     init(_ path: String, _ access: Access, scope: Scope? = nil, inNamespace: Bool = true, _ parameters: [Parameter] = [],
          arguments: String, reply: String, _ description: String, example: [OSCArgument]?,

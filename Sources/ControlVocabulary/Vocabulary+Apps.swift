@@ -38,7 +38,7 @@ extension Vocabulary {
                 "the app's input peak per channel, dBFS; LISTEN gets it at 20 Hz (read only)",
                 perChannel: true, show: { meter($0.app?.peaks ?? []) }),
         PathRow(readOnly: "/app/<app>/why", [P("why", .string)],
-                "what holds the app back now: \"ducked by nav\", \"interrupted by phone (outside)\", \"silenced by the silent switch\"; \"\" when nothing does (read only)",
+                "what holds the app back now: \"ducked by nav\", \"interrupted by phone (outside)\", \"silenced by the silent switch\", \"muted\"; \"\" when nothing does (read only)",
                 show: { [.string($0.app?.why ?? "")] }),
         PathRow("/app/<app>/activate", .none, arguments: "—", reply: "—",
                 "setActive(true): may interrupt or duck others, or be refused (-6)",

@@ -121,6 +121,9 @@ extension Vocabulary {
                 reply: "the rule, in the same form",
                 "the ducking rule for a pair of apps on a route",
                 example: [.string("nav"), .string("music"), .string(""), .string("level"), .float(-12)], decode: { a, _ in try duckRule(&a) }, answer: { q in
+                    guard q.query.arguments.count == 3 else {
+                        throw PolicyError(.badArgument, "/duck/rule asks with a ducker, a ducked app and a route")
+                    }
                     let (ducker, ducked, route) = (q.query.arguments[0], q.query.arguments[1], q.query.arguments[2].isEmpty ? nil : q.query.arguments[2])
                     if let route, q.state.systemVolume(route) == nil { throw PolicyError(.unknownRoute, "no route named '\(route)'") }
                     guard let rule = q.state.ducking.storedRule(ducker: ducker, ducked: ducked, route: route) else {

@@ -8,8 +8,9 @@ import Policy
 /// Pure: the apps and routes, and a function that answers an OSC query path with its reply
 /// values (in the daemon, `ControlReading.value`, the same decoder and answers as OSC).
 /// Values of OSC paths come only from that function, so a VALUE is what the OSC query replies,
-/// never a second opinion. Two read-only nodes have no OSC path of their own and come from the
-/// reading: an app's `state` and a route's `volume`.
+/// never a second opinion. The read-only nodes (an app's state, why and meter, a route's volume
+/// and meter, the outside interruptions, Now Playing) have no OSC path of their own: each row
+/// says what it shows of the reading (`PathRow.show`).
 public struct Namespace {
     public typealias App = ControlReading.App
     public typealias Route = ControlReading.Route

@@ -180,7 +180,7 @@ extension Namespace {
 
     /// The namespace as one reading of the control plane sees it.
     init(_ reading: ControlReading) {
-        self.init(apps: reading.apps, routes: reading.routes, nowPlaying: reading.nowPlaying,
+        self.init(apps: reading.withWhy().apps, routes: reading.routes, nowPlaying: reading.nowPlaying,
                   outsideInterruptions: reading.outsideInterruptions, answer: { try? reading.value($0).get() })
     }
 }

@@ -105,6 +105,9 @@ public final class TestClient: @unchecked Sendable {
         state.pointee.recording.store(true, ordering: .releasing)
     }
 
+    /// The frames recorded so far since `startRecording` (read while it records, to wait on).
+    public var recordedFrames: Int { state.pointee.written.load(ordering: .acquiring) }
+
     /// Stops recording and returns what was recorded.
     public func stopRecording() -> Recording {
         state.pointee.recording.store(false, ordering: .releasing)

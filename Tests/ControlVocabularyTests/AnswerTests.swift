@@ -115,4 +115,72 @@ struct AnswerTests {
         #expect(shownRows["/remote/nowPlaying"] == [.string("music")])
         #expect(Vocabulary.rows.filter { $0.access != .readOnly }.allSatisfy { $0.show == nil }, "only read-only rows show a value of their own")
     }
+
+    @Test("every readable row's whole reply, on a state where every value differs from its default and from the others")
+    func everyAnswer() throws {
+        var policy = PolicyEngine(routes: [("speaker", 0.5), ("headphones", 0.25)],
+                                  ducking: DuckingSettings(level: -21, attack: 123, release: 456, target: 7, floor: -33))
+        _ = try policy.apply(.register(AppConfiguration(name: "music", category: .playback, options: [.mixWithOthers],
+                                                        remoteCommands: [.play, .pause, .nextTrack])))
+        _ = try policy.apply(.register(AppConfiguration(name: "nav", category: .playback, options: [.duckOthers], mode: .voicePrompt)))
+        _ = try policy.apply(.register(AppConfiguration(name: "desk", category: .multiRoute)))
+        _ = try policy.apply(.setAppVolume(app: "music", .decibels(-6)))
+        _ = try policy.apply(.setAppSetting(app: "music", .muted(true)))
+        _ = try policy.apply(.setActivation(app: "music", .signal, SignalDetection(threshold: -30, attack: 20, hold: 800, hysteresis: 3)))
+        _ = try policy.apply(.setChannelMap(app: "desk", [ChannelLink(appChannel: 1, route: "speaker", routeChannel: 2)]))
+        _ = try policy.apply(.setDuckingRule(DuckingRule(ducker: "nav", ducked: "music", route: "speaker", level: -9, release: 50)))
+        _ = try policy.apply(.setSilentSwitch(true))
+        _ = try policy.apply(.setRouteAvailable(route: "headphones", false))
+        let state = policy.state
+        let volume = try #require(state.app("music")).volume
+        let route = try #require(state.currentRoute)
+        let routeVolume = try #require(state.systemVolume(route))
+        // The row's path, the message that asks it, and the whole reply.
+        let expected: [(row: String, path: String, arguments: [OSCArgument], reply: [OSCArgument])] = [
+            ("/app/<app>/volume", "/app/music/volume", [], [.float(Decibels.sliderPosition(linear: volume))]),
+            ("/app/<app>/gain", "/app/music/gain", [], [.float(Decibels.level(volume))]),
+            ("/app/<app>/mute", "/app/music/mute", [], [.int32(1)]),
+            ("/app/<app>/category", "/app/nav/category", [], [.string("playback"), .string("duckOthers"), .string("voicePrompt")]),
+            ("/app/<app>/activation", "/app/music/activation", [], [.string("signal"), .float(-30), .float(20), .float(800), .float(3)]),
+            ("/app/<app>/remote", "/app/music/remote", [], [.string("nextTrack,pause,play")]),
+            ("/app/<app>/notify", "/app/music/notify", [], [.string("osc.udp://10.0.0.2:9000/")]),
+            ("/app/<app>/channelmap", "/app/desk/channelmap", [], [.int32(1), .string("speaker:2")]),
+            ("/system/volume", "/system/volume", [], [.float(Decibels.sliderPosition(linear: routeVolume)), .string(route)]),
+            ("/system/gain", "/system/gain", [], [.float(Decibels.level(routeVolume)), .string(route)]),
+            ("/system/silent", "/system/silent", [], [.int32(1)]),
+            ("/route/select", "/route/select", [], [.string(route)]),
+            ("/route/<route>/available", "/route/headphones/available", [], [.int32(0)]),
+            ("/duck/level", "/duck/level", [], [.float(-21)]),
+            ("/duck/attack", "/duck/attack", [], [.float(123)]),
+            ("/duck/release", "/duck/release", [], [.float(456)]),
+            ("/duck/target", "/duck/target", [], [.float(7)]),
+            ("/duck/floor", "/duck/floor", [], [.float(-33)]),
+            ("/duck/rule", "/duck/rule", [.string("nav"), .string("music"), .string("speaker")],
+             [.string("nav"), .string("music"), .string("speaker"), .string("level"), .float(-9), .string("release"), .float(50)]),
+        ]
+        #expect(route == "speaker" && volume < 1 && routeVolume < 1, "a state where the values tell the rows apart")
+        #expect(Set(expected.map(\.row)) == Set(Vocabulary.rows.filter { $0.answer != nil }.map(\.path)), "every row that answers, once")
+        for (row, path, arguments, reply) in expected {
+            guard case let .query(query) = try Vocabulary.decode(OSCMessage(path, arguments)).command else {
+                Issue.record("\(path) is not a query")
+                continue
+            }
+            #expect(query.path == row)
+            #expect(try Vocabulary.answer(query, state, notify: { $0 == "music" ? "osc.udp://10.0.0.2:9000/" : "" }) == reply, "\(path)")
+        }
+        // What the answers read as it changes: the gain floors at -144, the target at off.
+        _ = try policy.apply(.setAppVolume(app: "music", .position(0)))
+        _ = try policy.apply(.setDucking(.target(nil)))
+        #expect(try Vocabulary.answer(.init("/app/<app>/gain", "music"), policy.state) == [.float(-144)])
+        #expect(try Vocabulary.answer(.init("/duck/target"), policy.state) == [.string("off")])
+        #expect(throws: PolicyError.self) { try Vocabulary.answer(.init("/duck/rule"), policy.state) }
+    }
+
+    @Test("each of a person's app settings has its row, which answers it (a setting replies as its row answers)")
+    func settingsHaveRows() throws {
+        for change in AppSettings().changes {
+            let row = try #require(Vocabulary.row(for: "/app/music/\(change.name)")?.0, "no row for \(change.name)")
+            #expect(row.path == "/app/<app>/\(change.name)" && row.answer != nil && row.access == .readWrite, "\(row.path)")
+        }
+    }
 }

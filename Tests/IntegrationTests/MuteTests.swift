@@ -16,6 +16,32 @@ struct MuteTests {
         return try #require(apps.first { $0["name"] as? String == "music" })
     }
 
+    /// The speaker's left channel from just before `change` until 0.2 s of frames after it was
+    /// answered (the answer comes once the change stands; its fade takes 20 ms). Waits on the
+    /// recorder's frames, not the clock: the take begins before the change, whatever the load.
+    static func take(_ rig: OSCRig, _ change: () throws -> Void) throws -> (samples: [Float], gaps: [Int]) {
+        let recorder = rig.recorder
+        let rate = Int(recorder.client.sampleRate)
+        recorder.startRecording()
+        try waitFor("the recorder to begin", timeout: 5) { recorder.recordedFrames >= rate / 50 }
+        try change()
+        let answered = recorder.recordedFrames
+        try waitFor("0.2 s recorded after the change", timeout: 10) { recorder.recordedFrames >= answered + rate / 5 }
+        let recording = recorder.stopRecording()
+        return (recording.channels[OSCRig.Channel.speaker1.rawValue], recording.gaps)
+    }
+
+    /// A take that goes from one level to the other by a fade: no step between two samples of more
+    /// than a quarter of the distance (a cut would step it all at once).
+    static func expectFade(_ take: (samples: [Float], gaps: [Int]), from start: Float, to end: Float,
+                           sourceLocation: SourceLocation = #_sourceLocation) {
+        let tolerance = max(start, end) * 0.02
+        #expect(take.samples.count > 1000 && abs(take.samples[0] - start) < tolerance && abs(take.samples.last! - end) < tolerance,
+                "from \(take.samples.first ?? .nan) to \(take.samples.last ?? .nan), \(take.samples.count) samples", sourceLocation: sourceLocation)
+        let step = Signals.largestStep(take.samples, excluding: take.gaps)
+        #expect(step < abs(start - end) / 4, "faded, not cut: the largest step was \(step) of \(abs(start - end))", sourceLocation: sourceLocation)
+    }
+
     @Test("muted music is silent at the sink, with a fade and no click, and keeps its volume; a muted nav ducks no one; bad arguments change nothing; kept across a kill -9")
     func heardAndKept() throws {
         let rig = try OSCRig()
@@ -27,13 +53,12 @@ struct MuteTests {
         rig.expectLevel(.speaker1, atHalf, within: atHalf * 0.02)
 
         // Muted: silence, reached by a fade, not a step.
-        rig.recorder.startRecording()
-        let reply = try rig.query("/app/music/mute", [.int32(1)])
-        #expect(reply?.path == "/reply" && reply?.arguments == [.string("/app/music/mute"), .int32(1)], "\(String(describing: reply))")
+        let muting = try Self.take(rig) {
+            let reply = try rig.query("/app/music/mute", [.int32(1)])
+            #expect(reply?.path == "/reply" && reply?.arguments == [.string("/app/music/mute"), .int32(1)], "\(String(describing: reply))")
+        }
+        Self.expectFade(muting, from: atHalf, to: 0)
         rig.expectLevel(.speaker1, 0, within: 1e-5)
-        let recording = rig.recorder.stopRecording()
-        let step = Signals.largestStep(recording.channels[OSCRig.Channel.speaker1.rawValue], excluding: recording.gaps)
-        #expect(step < atHalf / 4, "faded, not cut: the largest step was \(step) of \(atHalf)")
         #expect(try rig.query("/app/music/mute")?.arguments == [.string("/app/music/mute"), .int32(1)])
         #expect(try rig.query("/app/music/volume")?.arguments == [.string("/app/music/volume"), .float(0.5)], "the volume is kept")
         let shown = try Self.music(rig)
@@ -54,8 +79,12 @@ struct MuteTests {
         #expect(unknown?.path == "/error" && unknown?.arguments.dropFirst().first == .int32(-3), "\(String(describing: unknown))")
         #expect(try rig.query("/app/music/mute")?.arguments.last == .int32(1), "still muted")
 
-        // Unmuted: back at its volume.
-        #expect(try rig.query("/app/music/mute", [.int32(0)])?.arguments == [.string("/app/music/mute"), .int32(0)])
+        // Unmuted: back at its volume, by a fade.
+        let unmuting = try Self.take(rig) {
+            let reply = try rig.query("/app/music/mute", [.int32(0)])
+            #expect(reply?.arguments == [.string("/app/music/mute"), .int32(0)])
+        }
+        Self.expectFade(unmuting, from: 0, to: atHalf)
         rig.expectLevel(.speaker1, atHalf, within: atHalf * 0.02)
         #expect(try rig.query("/app/music/volume", [.float(1)])?.path == "/reply")
         rig.expectLevel(.speaker1, 0.5)
