@@ -38,23 +38,20 @@ public struct ControlReading: Sendable {
     /// The policy's state: what the queries answer from.
     public var policy: PolicyState
     /// In registration order, and in the session's route order.
-    public var apps: [App]
-    public var routes: [Route]
+    public var apps: [App] = []
+    public var routes: [Route] = []
     /// The app remote commands go to (Now Playing), if any.
     public var nowPlaying: String?
     /// The outside interruptions under way, by source, oldest first.
-    public var outsideInterruptions: [String]
+    public var outsideInterruptions: [String] = []
     /// Each app's notify address, by app (what `/app/<name>/notify` replies; the OSC server
     /// keeps these, not the policy).
     public var notify: [String: String]
 
-    public init(policy: PolicyState, apps: [App], routes: [Route], nowPlaying: String?, outsideInterruptions: [String],
-                notify: [String: String]) {
+    /// A reading of `policy` and the notify addresses; the apps, routes and the rest are set
+    /// after, from the router's status.
+    public init(policy: PolicyState, notify: [String: String]) {
         self.policy = policy
-        self.apps = apps
-        self.routes = routes
-        self.nowPlaying = nowPlaying
-        self.outsideInterruptions = outsideInterruptions
         self.notify = notify
     }
 

@@ -27,11 +27,12 @@ extension ControlServer: ControlService {
     /// The reading of `status`, with the notify addresses this server keeps. The apps' why is
     /// left to whoever shows it (`ControlReading.withWhy`): most reads only compare.
     func reading(_ status: RouterStatus) -> ControlReading {
-        ControlReading(policy: status.policy,
-                       apps: status.apps.map { .init(name: $0.name, state: $0.state, peaks: $0.peakDecibels) },
-                       routes: status.routes.map { .init(name: $0.name, volume: $0.volume, peaks: $0.peakDecibels) },
-                       nowPlaying: status.nowPlaying, outsideInterruptions: status.outsideInterruptions,
-                       notify: notifyTargets.mapValues(\.url))
+        var reading = ControlReading(policy: status.policy, notify: notifyTargets.mapValues(\.url))
+        reading.apps = status.apps.map { .init(name: $0.name, state: $0.state, peaks: $0.peakDecibels) }
+        reading.routes = status.routes.map { .init(name: $0.name, volume: $0.volume, peaks: $0.peakDecibels) }
+        reading.nowPlaying = status.nowPlaying
+        reading.outsideInterruptions = status.outsideInterruptions
+        return reading
     }
 
     /// What OSCQuery's HOST_INFO names: the JACK client name and the OSC port, or nil when the
