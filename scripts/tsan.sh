@@ -13,6 +13,8 @@ scratch=.build-tsan
 reports=$(mktemp -d "${TMPDIR:-/tmp}/duckrouter-tsan.XXXXXX")
 trap 'rm -rf "$reports"' EXIT
 swift build --build-tests --sanitize=thread --scratch-path "$scratch"
+# The man pages the packaging tests render come from swift-argument-parser's tool, as in make test.
+swift build --product generate-manual --sanitize=thread --scratch-path "$scratch"
 mkdir -p "$scratch"
 cc -Wall -Werror -O2 -shared -fPIC -o "$scratch/tsan-cancel.so" scripts/tsan-cancel.c -ldl -lpthread
 export LD_PRELOAD="$PWD/$scratch/tsan-cancel.so${LD_PRELOAD:+ $LD_PRELOAD}"
