@@ -7,15 +7,9 @@ import Testing
 @Suite("Vocabulary: docs/HTTP.md's namespace table agrees with the table")
 struct NamespaceDocsTests {
     /// A path of the docs' table, with the TYPE and ACCESS cells of its line.
-    struct DocPath: CustomStringConvertible {
-        var path: String, type: String, access: String
-        var description: String { "\(path) | \(type) | \(access)" }
-    }
+    typealias DocPath = (path: String, type: String, access: String)
 
-    static let http: String = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/HTTP.md")
-        return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
-    }()
+    static let http = VocabularyDocsTests.docs("HTTP.md")
 
     /// The paths of the table under "## The namespace": a line may name several, each in
     /// backticks; one of a single segment (`/deactivate`) is beside the line's first path.
@@ -35,7 +29,7 @@ struct NamespaceDocsTests {
             let parent = first[..<(first.lastIndex(of: "/") ?? first.endIndex)]
             for path in named {
                 let full = path.dropFirst().contains("/") ? path : parent + path
-                paths.append(DocPath(path: full, type: cells[1], access: cells[2]))
+                paths.append((path: full, type: cells[1], access: cells[2]))
             }
         }
         return paths

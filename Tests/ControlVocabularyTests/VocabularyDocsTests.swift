@@ -13,10 +13,13 @@ struct VocabularyDocsTests {
         var description: String { "\(path) | \(arguments) | \(reply)" }
     }
 
-    static let osc: String = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/OSC.md")
+    static let osc = docs("OSC.md")
+
+    /// A page of docs/, as text ("" when it cannot be read: the tests then find nothing in it).
+    static func docs(_ name: String) -> String {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/\(name)")
         return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
-    }()
+    }
 
     /// The rows of the tables under "## Paths" whose header is `| path | arguments | reply values | notes |`.
     static func docRows() -> [DocRow] {
