@@ -106,8 +106,13 @@ struct DuckSoak: ParsableCommand {
         func state() -> [String: Any]? {
             if probeClient == nil { probeClient = try? OSCClient(url(.tcp)) }
             guard let probe = probeClient, (try? probe.send(OSCMessage("/state"))) != nil,
-                  let reply = try? probe.receive(timeout: 2, until: { $0.path == "/reply" && $0.arguments.first == .string("/state") }),
-                  case let .string(json)? = reply.arguments.last,
+                  let reply = try? probe.receive(timeout: 2, until: { $0.path == "/reply" && $0.arguments.first == .string("/state") }) else {
+                // A reply that comes after the wait must not pass for the next request's: the
+                // next /state asks on a connection of its own.
+                probeClient = nil
+                return nil
+            }
+            guard case let .string(json)? = reply.arguments.last,
                   let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return nil }
             return object
         }
