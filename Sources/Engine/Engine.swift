@@ -68,6 +68,13 @@ public final class Engine {
     /// level watch. What changes against it is reset when the next plan is adopted.
     private var lastDelayedPorts: [Int32: PortHandle] = [:]
     private var lastWatchPorts: [Int32: [PortHandle]] = [:]
+    /// Where each input meter slot's samples go through its volume stage (two periods: the
+    /// undelayed and the delayed path), made the first time a plan asks it for a gain other than
+    /// unity, kept until deinit. A slot without one has only ever been at unity.
+    private var volumeBuffers: [Int32: UnsafeMutablePointer<Float>] = [:]
+    /// The port each meter slot's volume stage followed in the last plan published: a slot whose
+    /// port changes starts at its target.
+    private var lastVolumePorts: (inputs: [Int32: PortHandle], outputs: [Int32: PortHandle]) = ([:], [:])
     /// The process callback's own time per cycle, as far as `collectProcessTimes()` has read it.
     public private(set) var processTimes = ProcessTimes()
     private var gapHistory: [FrameGap] = []
@@ -97,6 +104,7 @@ public final class Engine {
         for line in outgrownDelayLines { DelayLine.destroy(line) }
         for ring in inputTaps.values { TapRing.destroy(ring) }
         for ring in outputTaps.values { TapRing.destroy(ring) }
+        for buffer in volumeBuffers.values { buffer.deallocate() }
         core.pointee.deallocateStorage()
         core.deinitialize(count: 1)
         core.deallocate()
@@ -152,15 +160,32 @@ public final class Engine {
             && (0..<Int32(configuration.maxOutputChannels)).contains(output.meterSlot) {
             outputTaps[output.meterSlot] = TapRing.make(capacity: configuration.tapRingFrames)
         }
+        for input in description.inputs where volumeBuffers[input.meterSlot] == nil
+            && (0..<Int32(configuration.maxInputChannels)).contains(input.meterSlot) {
+            guard let volume = input.volume, volume.gain != 1 else { continue }
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: 2 * configuration.maxFrames)
+            buffer.initialize(repeating: 0, count: 2 * configuration.maxFrames)
+            volumeBuffers[input.meterSlot] = buffer
+        }
+        var volumePorts: (inputs: [Int32: PortHandle], outputs: [Int32: PortHandle]) = ([:], [:])
+        for input in description.inputs where input.volume != nil { volumePorts.inputs[input.meterSlot] = input.port }
+        for output in description.outputs where output.volume != nil { volumePorts.outputs[output.meterSlot] = output.port }
+        let volumeResets = (inputs: Set(volumePorts.inputs.compactMap { slot, port in lastVolumePorts.inputs[slot] == port ? nil : slot }),
+                            outputs: Set(volumePorts.outputs.compactMap { slot, port in lastVolumePorts.outputs[slot] == port ? nil : slot }))
         let plan = try MixPlan.make(description, generation: nextGeneration, capacity: configuration, delayLines: delayLines,
                                     taps: (inputTaps, outputTaps),
-                                    resettingDelayLinesOf: delayResets, clearingWatches: watchClears)
+                                    resettingDelayLinesOf: delayResets, clearingWatches: watchClears,
+                                    volumeBuffers: volumeBuffers, resettingVolumesOf: volumeResets)
         guard core.pointee.inbox.push(UInt(bitPattern: plan)) else {
             MixPlan.destroy(plan)
             return nil
         }
         lastDelayedPorts = delayedPorts
         lastWatchPorts = watchPorts
+        // A slot that leaves the plans keeps its last port: when it comes back on the same one,
+        // its stage goes on from where it was.
+        lastVolumePorts.inputs.merge(volumePorts.inputs) { _, new in new }
+        lastVolumePorts.outputs.merge(volumePorts.outputs) { _, new in new }
         nextGeneration += 1
         return nextGeneration - 1
     }
@@ -318,6 +343,8 @@ public final class Engine {
         }
         for line in delayLines.values { DelayLine.reset(line) }
         lastDelayedPorts = [:]
+        // New ports follow: every volume stage starts at its next target.
+        lastVolumePorts = ([:], [:])
         core.pointee.watchPeaks.update(repeating: -1, count: max(configuration.maxLevelWatches, 1))
         lastWatchPorts = [:]
         core.pointee.frameClock = nil
@@ -391,6 +418,11 @@ public final class Engine {
 
     /// The gain state of one cell, read on the control thread. For tests, while no cycle runs.
     public func gainState(slot: Int32) -> GainState { core.pointee.gains[Int(slot)] }
+
+    /// The volume stage of an input or output meter slot, read on the control thread. For tests,
+    /// while no cycle runs.
+    public func volumeState(input slot: Int32) -> VolumeState { core.pointee.inputVolumes[Int(slot)] }
+    public func volumeState(output slot: Int32) -> VolumeState { core.pointee.outputVolumes[Int(slot)] }
 }
 
 /// Peak levels per input and output meter slot, linear amplitude.

@@ -19,6 +19,11 @@ public struct MixPlanDescription: Sendable {
         /// of tap group `tapGroup` (an app's channels; -1: not tapped). A group's taps get a span
         /// all together or, when one is full, not at all, so its channels stay aligned.
         public var tapGroup: Int32 = -1
+        /// Where its meter slot's volume stage goes (the app's volume, applied before the mix),
+        /// nil: it stays as it is (a removed app's channel, still read while its cells fade).
+        /// A slot whose port is not the one it had in the plan published before starts at the
+        /// target (its cells are new and rise from silence).
+        public var volume: VolumeTarget?
         public init(port: PortHandle, meterSlot: Int32, watch: Int32 = -1, delayed: Bool = false) {
             self.port = port
             self.meterSlot = meterSlot
@@ -39,6 +44,9 @@ public struct MixPlanDescription: Sendable {
         /// What it carries goes to its meter slot's loudness tap (`Engine.loudnessTap(output:)`),
         /// as part of tap group `tapGroup` (a route's channels; -1: not tapped).
         public var tapGroup: Int32 = -1
+        /// Where its meter slot's volume stage goes (the route's volume, applied to the mixed
+        /// samples); nil: it stays as it is. A new port on the slot starts at the target.
+        public var volume: VolumeTarget?
         public init(port: PortHandle, meterSlot: Int32, contributions: [MixContribution]) {
             self.port = port
             self.meterSlot = meterSlot
@@ -87,6 +95,7 @@ public enum MixPlanError: Error, Equatable, CustomStringConvertible {
     case gainSlotUsedTwice(Int32)
     case meterSlotOutOfRange(Int32)
     case targetNotFinite(gainSlot: Int32)
+    case volumeNotFinite(meterSlot: Int32)
 
     public var description: String {
         switch self {
@@ -97,6 +106,7 @@ public enum MixPlanError: Error, Equatable, CustomStringConvertible {
         case let .gainSlotUsedTwice(s): "gain slot \(s) is used by two contributions"
         case let .meterSlotOutOfRange(s): "meter slot \(s) is outside the engine's meter table"
         case let .targetNotFinite(s): "gain slot \(s) was given a target that is not a finite number"
+        case let .volumeNotFinite(s): "the volume of meter slot \(s) is not a finite number"
         }
     }
 }

@@ -5,6 +5,10 @@ public struct AppMix: Equatable, Sendable {
     public var gain: Float
     /// The gain on each route it plays to where that differs from `gain` (a rule for one route).
     public var routeGains: [String: Float] = [:]
+    /// `gain` without the volume (the mix cells' part: ducking, and whether it is heard), and
+    /// the routes where that differs.
+    public var factor: Float = 0
+    public var routeFactors: [String: Float] = [:]
     public var state: AppAudioState
     /// The deepest ducking factor on any of its routes (linear, 1 when not ducked) and the rule
     /// that sets it.
@@ -78,15 +82,19 @@ struct Mix {
             case .inactive: listening ? (silenced ? .silenced : .listening) : .inactive
             case .active: silenced ? .silenced : (duck < 1 ? .ducked : .active)
             }
-            let gain = audible ? app.volume * (ducks[main ?? ""]?.factor ?? 1) : 0
-            var routeGains: [String: Float] = [:]
+            let factor: Float = audible ? ducks[main ?? ""]?.factor ?? 1 : 0
+            let gain = app.volume * factor
+            var routeGains: [String: Float] = [:], routeFactors: [String: Float] = [:]
             if audible && multi && !ducks.isEmpty {
                 for route in routes where route != main {
-                    let routeGain = app.volume * (ducks[route]?.factor ?? 1)
+                    let routeFactor = ducks[route]?.factor ?? 1
+                    if routeFactor != factor { routeFactors[route] = routeFactor }
+                    let routeGain = app.volume * routeFactor
                     if routeGain != gain { routeGains[route] = routeGain }
                 }
             }
-            apps[app.name] = AppMix(gain: gain, routeGains: routeGains, state: mixState, duck: duck, duckRule: deepest?.rule, ducks: ducks)
+            apps[app.name] = AppMix(gain: gain, routeGains: routeGains, factor: factor, routeFactors: routeFactors,
+                                    state: mixState, duck: duck, duckRule: deepest?.rule, ducks: ducks)
         }
     }
 }

@@ -66,11 +66,15 @@ public enum PolicyEffect: Equatable, Sendable {
     case appChanged(AppConfiguration)
     /// An app is gone: fade it out and remove its ports.
     case appRemoved(String)
-    /// Move the app's gain (linear, including its volume and ducking) to `gain` over the ramp;
-    /// on the routes in `routeGains` (a ducking rule for that route), to the gain given there.
+    /// Move the app's place in the mix (linear: its ducking and whether it is heard at all; not
+    /// its volume, `appVolume`) to `gain` over the ramp; on the routes in `routeGains` (a
+    /// ducking rule for that route), to the gain given there.
     case appGain(app: String, gain: Float, routeGains: [String: Float] = [:], rampMilliseconds: Double)
-    /// Move a route's system volume (linear) over the ramp.
-    case systemVolume(route: String, gain: Float, rampMilliseconds: Double)
+    /// Move the app's volume (linear) to `gain` over the ramp, along the curve. The router applies
+    /// it on its own, so a volume's fade and a duck each keep their ramp.
+    case appVolume(app: String, gain: Float, rampMilliseconds: Double, curve: FadeCurve = .linear)
+    /// Move a route's system volume (linear) over the ramp, along the curve.
+    case systemVolume(route: String, gain: Float, rampMilliseconds: Double, curve: FadeCurve = .linear)
     /// A multiRoute app's channel map changed (nil: every channel to every available route).
     case channelMap(app: String, [ChannelLink]?)
     /// Every app now plays to `route` (nil: no route is available, so nothing is heard);

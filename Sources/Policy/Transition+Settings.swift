@@ -103,8 +103,8 @@ extension Transition {
         for app in state.apps {
             let next = new.apps[app.name]!
             let previous = old.apps[app.name] ?? AppMix(gain: 0, state: .inactive, duck: 1, duckRule: nil)
-            if next.gain != previous.gain || next.routeGains != previous.routeGains {
-                effects.append(.appGain(app: app.name, gain: next.gain, routeGains: next.routeGains, rampMilliseconds: ramp(from: previous, to: next)))
+            if next.factor != previous.factor || next.routeFactors != previous.routeFactors {
+                effects.append(.appGain(app: app.name, gain: next.factor, routeGains: next.routeFactors, rampMilliseconds: ramp(from: previous, to: next)))
             }
             if next.state != previous.state || next.gain != previous.gain || old.apps[app.name] == nil {
                 effects.append(.notify(.appState(app: app.name, state: next.state, gainDecibels: Double(Decibels.level(next.gain)),

@@ -113,6 +113,7 @@ struct Transition {
             let gain = try linear(volume, setting: "app volume", maximumDecibels: Limits.appGain.upperBound)
             guard gain != state.apps[index].volume else { return }
             state.apps[index].volume = gain
+            ordered.append(.appVolume(app: name, gain: gain, rampMilliseconds: state.fadeMilliseconds))
             save = true
         case let .setAppSetting(name, change):
             let index = try state.index(of: name)

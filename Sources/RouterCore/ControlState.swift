@@ -1,3 +1,5 @@
+import Policy
+import Engine
 import JackHost
 import SessionStore
 
@@ -20,10 +22,13 @@ struct AppState {
     var connect: [PortPattern]
     /// Only `connect` sources may feed it: other connections are removed.
     var exclusive = false
-    /// Linear gain the policy wants (volume, ducking and audibility together).
+    /// Linear gain the policy wants in the mix cells (ducking and audibility; the volume is the
+    /// policy's, applied by the app's volume stage).
     var gain: Float = 0
     /// The gain on routes where a ducking rule for that route makes it differ from `gain`.
     var routeGains: [String: Float] = [:]
+    /// How the volume stage moves to the policy's volume: the latest volume change's.
+    var volumeChange = StageChange()
     /// The ramp of the latest gain change, until a plan carrying it is published.
     var pendingRamp: Int32?
     /// The silence after which an active ducking app releases its duck (ms).
@@ -37,8 +42,10 @@ struct RouteState {
     var ports: [JackPort] = []
     var meterSlots: [Int32]
     var destinations: [String]
-    /// The route's system volume, linear.
+    /// The route's system volume, linear, applied by its volume stage on what is mixed.
     var gain: Float
+    /// How the volume stage moves there: the latest volume change's.
+    var volumeChange = StageChange()
     var pendingRamp: Int32?
     /// Whether every destination port exists in the JACK graph (a route without destination
     /// ports always is). The route is available while present, enabled and its far end answers.
@@ -85,4 +92,23 @@ struct RetiringApp {
     var captureSlots: [Int32] = []
     /// The first published plan without any of its cells.
     var clearedInPlan: UInt64?
+}
+
+/// The latest change of a volume stage (an app's or a route's): its ramp and curve, and the serial
+/// the engine tells one change from the next by (`VolumeTarget.serial`).
+struct StageChange: Equatable {
+    var rampFrames: Int32 = 1
+    var curve: GainCurve = .linear
+    var serial: UInt32 = 0
+}
+
+extension GainCurve {
+    /// The engine's curve for the policy's.
+    init(_ curve: FadeCurve) {
+        switch curve {
+        case .fader: self = .fader
+        case .linear: self = .linear
+        case .equalPower: self = .equalPower
+        }
+    }
 }

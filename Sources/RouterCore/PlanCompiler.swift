@@ -24,6 +24,8 @@ struct PlanCompiler {
         var delayed = false
         /// Its loudness tap group (its app's), or -1.
         var tapGroup: Int32 = -1
+        /// Its volume stage's target (its app's volume); nil: the stage stays as it is.
+        var volume: VolumeTarget? = nil
     }
 
     /// What one input channel contributes to an output channel.
@@ -44,6 +46,8 @@ struct PlanCompiler {
         var delayed = false
         /// Its loudness tap group (its route's), or -1.
         var tapGroup: Int32 = -1
+        /// Its volume stage's target (its route's volume); nil: the stage stays as it is.
+        var volume: VolumeTarget? = nil
     }
 
     /// A cell is one input heard on one output, on one path: on a look-ahead output an input is
@@ -174,6 +178,7 @@ struct PlanCompiler {
         var planInputs = inputs.map { input in
             var planned = MixPlanDescription.Input(port: input.port, meterSlot: input.meterSlot, watch: input.watch, delayed: input.delayed)
             planned.tapGroup = input.tapGroup
+            planned.volume = input.volume
             return planned
         }
         var inputIndex: [InputPath: Int32] = [:]
@@ -184,6 +189,7 @@ struct PlanCompiler {
             var o = MixPlanDescription.Output(port: output.port, meterSlot: output.meterSlot, contributions: [])
             o.delayed = output.delayed
             o.tapGroup = output.tapGroup
+            o.volume = output.volume
             return o
         }
         var outputIndex: [Int32: Int] = [:]

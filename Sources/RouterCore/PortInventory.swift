@@ -1,3 +1,4 @@
+import Engine
 import JackHost
 import SessionStore
 
@@ -19,6 +20,14 @@ struct PortInventory {
     private var outputSlots: SlotAllocator
     /// Ports this inventory registered since `beginJournal()`, for a rollback to unregister.
     private(set) var registeredSince: [JackPort] = []
+    /// The serial of the next volume change (`StageChange`): each differs from every one before.
+    private var nextStageSerial: UInt32 = 1
+
+    /// A volume change of `rampFrames` along `curve`, with a serial of its own.
+    mutating func stageChange(rampFrames: Int32, curve: GainCurve) -> StageChange {
+        defer { nextStageSerial &+= 1 }
+        return StageChange(rampFrames: rampFrames, curve: curve, serial: nextStageSerial)
+    }
 
     init(maxInputChannels: Int, maxOutputChannels: Int) {
         inputSlots = SlotAllocator(capacity: maxInputChannels)

@@ -173,10 +173,13 @@ extension Router {
             inventory.apps[index].gain = gain
             inventory.apps[index].routeGains = routeGains
             inventory.apps[index].pendingRamp = frames(milliseconds: milliseconds)
-        case let .systemVolume(route, gain, milliseconds):
+        case let .appVolume(name, _, milliseconds, curve):
+            guard let index = inventory.appIndex(name) else { return }
+            inventory.apps[index].volumeChange = inventory.stageChange(rampFrames: frames(milliseconds: milliseconds), curve: GainCurve(curve))
+        case let .systemVolume(route, gain, milliseconds, curve):
             guard let index = inventory.routeIndex(route) else { return }
             inventory.routes[index].gain = gain
-            inventory.routes[index].pendingRamp = frames(milliseconds: milliseconds)
+            inventory.routes[index].volumeChange = inventory.stageChange(rampFrames: frames(milliseconds: milliseconds), curve: GainCurve(curve))
         case let .currentRoute(name, milliseconds):
             currentRoute = name.flatMap(inventory.routeIndex)
             for index in inventory.apps.indices { inventory.apps[index].pendingRamp = frames(milliseconds: milliseconds) }

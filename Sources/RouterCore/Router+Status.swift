@@ -40,7 +40,7 @@ extension Router {
                     .init(name: app.name, ports: (app.ports + app.capturePorts).map(\.name),
                           state: mix[app.name]?.state.rawValue ?? "inactive",
                           volume: Double(Decibels.sliderPosition(linear: sessions[app.name]?.volume ?? 1)),
-                          gainDecibels: Double(Decibels.level(app.gain)),
+                          gainDecibels: Double(Decibels.level(app.gain * (sessions[app.name]?.volume ?? 1))),
                           peakDecibels: peakBoard.latestPeakDecibels(app: app),
                           loudness: link.client == nil ? nil : loudness.reading(app: app.name).map { .init(momentary: $0.momentary, shortTerm: $0.shortTerm) },
                           ducks: ducks(of: app.name, mix[app.name]))

@@ -202,8 +202,8 @@ public final class Router: @unchecked Sendable {
         // What the session alone makes audible (a signal-activated app listens from the start).
         let mix = policy.mix
         for index in inventory.apps.indices {
-            inventory.apps[index].gain = mix[inventory.apps[index].name]?.gain ?? 0
-            inventory.apps[index].routeGains = mix[inventory.apps[index].name]?.routeGains ?? [:]
+            inventory.apps[index].gain = mix[inventory.apps[index].name]?.factor ?? 0
+            inventory.apps[index].routeGains = mix[inventory.apps[index].name]?.routeFactors ?? [:]
         }
 
         let opened: (client: JackClient, epoch: Int)

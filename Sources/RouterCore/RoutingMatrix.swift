@@ -1,3 +1,4 @@
+import Engine
 import Policy
 
 /// Which input channel feeds which output channel at what gain and ramp: the control state
@@ -30,14 +31,17 @@ struct RoutingMatrix {
         for app in apps {
             let delayed = lookaheadFrames > 0 && sessions[app.name]?.configuration.activation == .signal
             let group = loudness?.group(of: app) ?? -1
+            let volume = Self.target(sessions[app.name]?.volume ?? 1, app.volumeChange)
             for (port, slot) in zip(app.ports, app.meterSlots) {
-                inputs.append(.init(port: port.handle, meterSlot: slot, watch: watches[app.name] ?? -1, delayed: delayed, tapGroup: group))
+                inputs.append(.init(port: port.handle, meterSlot: slot, watch: watches[app.name] ?? -1, delayed: delayed, tapGroup: group,
+                                    volume: volume))
             }
         }
         for (port, slot) in zip(input.ports, input.slots) { inputs.append(.init(port: port.handle, meterSlot: slot)) }
 
         // A cell moves at the ramp of whatever changed: the app's (ducking has its own attack and
-        // release), else the route's, else the default.
+        // release), else the route's, else the default. Volumes are the stages' (`target`), not
+        // the cells'.
         let available = Set(policy.availableRoutes)
         for (r, route) in routes.enumerated() {
             var defaultMaps: [Int: [[ChannelMap.Feed]]] = [:]
@@ -60,11 +64,12 @@ struct RoutingMatrix {
                     }
                     let ramp = app.pendingRamp ?? route.pendingRamp ?? rampFrames
                     for feed in channels {
-                        feeds.append(.init(input: app.meterSlots[feed.appChannel], gain: (app.routeGains[route.name] ?? app.gain) * route.gain * feed.gain, rampFrames: ramp))
+                        feeds.append(.init(input: app.meterSlots[feed.appChannel], gain: (app.routeGains[route.name] ?? app.gain) * feed.gain, rampFrames: ramp))
                     }
                 }
                 outputs.append(.init(port: port.handle, meterSlot: route.meterSlots[k], feeds: feeds,
-                                     delayed: lookaheadFrames > 0 && route.lookahead > 0, tapGroup: loudness?.group(of: route) ?? -1))
+                                     delayed: lookaheadFrames > 0 && route.lookahead > 0, tapGroup: loudness?.group(of: route) ?? -1,
+                                     volume: Self.target(route.gain, route.volumeChange)))
             }
         }
         for app in apps where !app.capturePorts.isEmpty {
@@ -74,6 +79,11 @@ struct RoutingMatrix {
                 outputs.append(.init(port: port.handle, meterSlot: app.captureSlots[k], feeds: feeds))
             }
         }
+    }
+
+    /// A volume stage's target: where the volume is, moving as its latest change says.
+    static func target(_ gain: Float, _ change: StageChange) -> VolumeTarget {
+        VolumeTarget(gain: gain, rampFrames: change.rampFrames, curve: change.curve, serial: change.serial)
     }
 
     private static func defaultMap(_ cache: inout [Int: [[ChannelMap.Feed]]], _ appChannels: Int, _ routeChannels: Int) -> [[ChannelMap.Feed]] {

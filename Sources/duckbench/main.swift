@@ -25,12 +25,18 @@ struct DuckBench: ParsableCommand {
     var perCycle = false
     @Flag(help: "Time the Swift kernel with normal and subnormal signals, flush-to-zero/denormals-are-zero off and on, and the engine's whole cycle (which sets them itself).")
     var denormals = false
+    @Flag(help: "Time the engine's whole cycle with no volume stages, every app and route at a steady volume, and every one fading along each curve.")
+    var volumes = false
 
     enum Scene: String, ExpressibleByArgument { case steady, ramping }
 
     func run() throws {
         if denormals {
             runDenormals()
+            return
+        }
+        if volumes {
+            runVolumes()
             return
         }
         if perCycle {
@@ -292,7 +298,11 @@ final class EngineScene {
     let inputs: [UnsafeMutablePointer<Float>]
     let outputs: [UnsafeMutablePointer<Float>]
 
-    init(apps: Int, routes: Int, frames: Int, ramping: Bool, signal: Signal) {
+    /// What the volume stages do: nothing (every volume 1, no stage works), every app and route at
+    /// a steady volume, or every one fading along a curve for the whole run.
+    enum Volumes { case none, steady, fading(GainCurve) }
+
+    init(apps: Int, routes: Int, frames: Int, ramping: Bool, signal: Signal, volumes: Volumes = .none) {
         var configuration = Engine.Configuration()
         configuration.maxFrames = max(frames, 1)
         configuration.maxInputChannels = max(apps * 2, 1)
@@ -306,23 +316,37 @@ final class EngineScene {
             return p
         }
         let inputs = self.inputs, outputs = self.outputs
-        func plan(_ target: (Int) -> Float, rampFrames: Int32) -> MixPlanDescription {
+        func plan(_ target: (Int) -> Float, rampFrames: Int32, volume: VolumeTarget? = nil) -> MixPlanDescription {
             var slot: Int32 = 0
             return MixPlanDescription(
-                inputs: inputs.enumerated().map { .init(port: PortHandle($1), meterSlot: Int32($0)) },
+                inputs: inputs.enumerated().map {
+                    var input = MixPlanDescription.Input(port: PortHandle($1), meterSlot: Int32($0))
+                    input.volume = volume
+                    return input
+                },
                 outputs: outputs.enumerated().map { o, buffer in
-                    .init(port: PortHandle(buffer), meterSlot: Int32(o), contributions: (0..<apps).map { a in
+                    var output = MixPlanDescription.Output(port: PortHandle(buffer), meterSlot: Int32(o), contributions: (0..<apps).map { a in
                         defer { slot += 1 }
                         return MixContribution(input: Int32(a * 2 + o % 2), gainSlot: slot, target: target(a), rampFrames: rampFrames)
                     })
+                    output.volume = volume
+                    return output
                 })
+        }
+        let steady: VolumeTarget? = switch volumes {
+        case .none: nil
+        case .steady, .fading: VolumeTarget(gain: 0.5, rampFrames: 1, serial: 1)
         }
         // Every cell at its gain from the first sample; ramping scenes then start a ramp so long
         // it never ends during the run.
         do {
-            try engine.publish(plan(signal.gain(app:), rampFrames: 1))
+            try engine.publish(plan(signal.gain(app:), rampFrames: 1, volume: steady))
             engine.runCycle(frames: frames)
-            if ramping { try engine.publish(plan(signal.rampTarget(app:), rampFrames: Int32.max / 2)) }
+            if ramping { try engine.publish(plan(signal.rampTarget(app:), rampFrames: Int32.max / 2, volume: steady)) }
+            if case let .fading(curve) = volumes {
+                try engine.publish(plan(signal.gain(app:), rampFrames: 1,
+                                        volume: VolumeTarget(gain: 0.01, rampFrames: Int32.max / 2, curve: curve, serial: 2)))
+            }
         } catch {
             fatalError("the benchmark's plan was refused: \(error)")
         }

@@ -313,7 +313,13 @@ struct PolicyScenarioTests {
             case let .nowPlaying(app):
                 #expect(policy.state.nowPlaying == app)
             case let .ramp(app, ms):
-                let ramps = effects.compactMap { if case let .appGain(a, _, _, r) = $0, a == app { r } else { nil } }
+                // Its cells' ramps and its volume's.
+                let ramps = effects.compactMap { effect -> Double? in
+                    switch effect {
+                    case let .appGain(a, _, _, r) where a == app, let .appVolume(a, _, r, _) where a == app: r
+                    default: nil
+                    }
+                }
                 #expect(ramps == [ms], "\(app): \(ramps)")
             case let .saves(expected):
                 #expect(effects.contains(.save) == expected)

@@ -37,6 +37,9 @@ struct EngineCore: ~Copyable {
     let tapBlocked: UnsafeMutablePointer<Bool>    // audio thread: per tap group, this span goes to none of its taps
 
     let gains: UnsafeMutablePointer<GainState>
+    /// Volume stages by meter slot (audio thread): apps' volumes on inputs, routes' on outputs.
+    let inputVolumes: UnsafeMutablePointer<VolumeState>
+    let outputVolumes: UnsafeMutablePointer<VolumeState>
     let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>>
     /// What look-ahead outputs mix: each input as it was `lookaheadFrames` ago (or the input
     /// itself, when it has no delay line).
@@ -95,6 +98,10 @@ struct EngineCore: ~Copyable {
         tapBlocked.initialize(repeating: false, count: max(configuration.maxTapGroups, 1))
         gains = .allocate(capacity: configuration.gainSlotCapacity)
         gains.initialize(repeating: GainState(), count: configuration.gainSlotCapacity)
+        inputVolumes = .allocate(capacity: configuration.maxInputChannels)
+        inputVolumes.initialize(repeating: .unity, count: configuration.maxInputChannels)
+        outputVolumes = .allocate(capacity: configuration.maxOutputChannels)
+        outputVolumes.initialize(repeating: .unity, count: configuration.maxOutputChannels)
         inputBuffers = .allocate(capacity: configuration.maxInputChannels)
         scratch = .allocate(capacity: configuration.sanitiseScratchBuffers * configuration.maxFrames)
         scratch.initialize(repeating: 0, count: configuration.sanitiseScratchBuffers * configuration.maxFrames)
@@ -110,7 +117,7 @@ struct EngineCore: ~Copyable {
         levels.deallocate(); gaps.deallocate(); watchPeaks.deallocate(); tapBlocked.deallocate()
         watchWakeLevels.deinitialize(count: max(configuration.maxLevelWatches, 1)); watchWakeLevels.deallocate()
         if levelWake >= 0 { close(levelWake) }
-        gains.deallocate(); inputBuffers.deallocate(); delayedInputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
+        gains.deallocate(); inputVolumes.deallocate(); outputVolumes.deallocate(); inputBuffers.deallocate(); delayedInputBuffers.deallocate(); scratch.deallocate(); silence.deallocate()
     }
 }
 
@@ -197,6 +204,7 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
             if tapping { findFullTapGroups(core, plan: plan, frames: span) }
             readInputs(core, plan: plan, offset: done, frames: span, tapping: tapping)
             mixOutputs(core, plan: plan, offset: done, frames: span, tapping: tapping)
+            advanceVolumes(core, plan: plan, frames: span)
         }
         done &+= span
     }
@@ -246,6 +254,18 @@ private func adoptNewPlans(_ core: UnsafeMutablePointer<EngineCore>, at now: UIn
         while w < next.pointee.watchClearCount {
             core.pointee.watchPeaks[Int(next.pointee.watchClears[w])] = -1
             w &+= 1
+        }
+        var v = 0
+        while v < next.pointee.volumeCount {
+            let volume = next.pointee.volumes[v]
+            v &+= 1
+            guard let target = volume.target else { continue }
+            let stage = volume.isOutput ? core.pointee.outputVolumes + Int(volume.slot) : core.pointee.inputVolumes + Int(volume.slot)
+            if volume.reset {
+                stage.pointee = VolumeState(steady: VolumeState.clamped(target.gain), serial: target.serial)
+            } else {
+                stage.pointee.follow(target)
+            }
         }
         core.pointee.adoptedGeneration.store(next.pointee.generation, ordering: .releasing)
     }
@@ -327,12 +347,30 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
         }
         core.pointee.inputBuffers[i] = source
         if tapping, let tap = input.tap, !core.pointee.tapBlocked[Int(input.tapGroup)] { TapRing.write(tap, source, frames: frames) }
+        var delayed = source
         if let line = input.delayLine, plan.pointee.lookaheadFrames > 0 {
             DelayLine.process(line, source, frames: frames, delay: plan.pointee.lookaheadFrames, fade: plan.pointee.lookaheadFadeFrames)
-            core.pointee.delayedInputBuffers[i] = UnsafePointer(line.pointee.out)
-        } else {
-            core.pointee.delayedInputBuffers[i] = source
+            delayed = UnsafePointer(line.pointee.out)
         }
+        // The app's volume, after its meter, tap and level watch (they measure what it sends).
+        if let trimmed = input.volumeBuffer {
+            let stage = core.pointee.inputVolumes + Int(input.meterSlot)
+            if stage.pointee.isSilent {
+                core.pointee.inputBuffers[i] = UnsafePointer(core.pointee.silence)
+                delayed = UnsafePointer(core.pointee.silence)
+            } else if !stage.pointee.isUnity {
+                stage.pointee.apply(source, to: trimmed, frames: frames)
+                core.pointee.inputBuffers[i] = UnsafePointer(trimmed)
+                if delayed == source {
+                    delayed = UnsafePointer(trimmed)
+                } else {
+                    let trimmedDelayed = trimmed + maxFrames
+                    stage.pointee.apply(delayed, to: trimmedDelayed, frames: frames)
+                    delayed = UnsafePointer(trimmedDelayed)
+                }
+            }
+        }
+        core.pointee.delayedInputBuffers[i] = delayed
         if input.watch >= 0 {
             let w = Int(input.watch)
             core.pointee.watchPeaks[w] = max(core.pointee.watchPeaks[w], peak)
@@ -366,10 +404,21 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
                                            count: Int(output.contributionCount),
                                            gains: core.pointee.gains,
                                            frames: frames)
+        // The route's volume, on what was mixed.
+        var heard = audible
+        if audible {
+            let stage = core.pointee.outputVolumes + Int(output.meterSlot)
+            if stage.pointee.isSilent {
+                MixKernel.clear(out, frames: frames)
+                heard = false
+            } else if !stage.pointee.isUnity {
+                stage.pointee.apply(out, to: out, frames: frames)
+            }
+        }
         // Finite inputs can still overflow to infinity when summed; nothing non-finite leaves.
         // An output nothing was audible on holds zeros (most routes but the current one).
         let peak: Float
-        if !audible {
+        if !heard {
             peak = 0
         } else if let finitePeak = SignalGuard.peakIfFinite(out, frames: frames) {
             peak = finitePeak
@@ -382,6 +431,19 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
             meter.pointee.outputPeaks[slot] = max(meter.pointee.outputPeaks[slot], peak)
         }
         if tapping, let tap = output.tap, !core.pointee.tapBlocked[Int(output.tapGroup)] { TapRing.write(tap, out, frames: frames) }
+    }
+}
+
+/// Moves every volume stage the plan has on by the span just mixed (each once, however many of
+/// the plan's inputs read it).
+@_noLocks
+private func advanceVolumes(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>, frames: Int) {
+    var v = 0
+    while v < plan.pointee.volumeCount {
+        let volume = plan.pointee.volumes[v]
+        v &+= 1
+        let stage = volume.isOutput ? core.pointee.outputVolumes + Int(volume.slot) : core.pointee.inputVolumes + Int(volume.slot)
+        stage.pointee.advance(by: frames)
     }
 }
 

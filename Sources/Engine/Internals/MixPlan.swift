@@ -17,6 +17,19 @@ struct MixPlan {
         /// Where its samples go for loudness metering, if anywhere, and its tap group.
         var tap: UnsafeMutablePointer<TapRing>? = nil
         var tapGroup: Int32 = -1
+        /// Where its samples go through its volume stage: `maxFrames` for the undelayed path, then
+        /// `maxFrames` for the delayed one. nil: the slot's stage has only ever been at unity.
+        var volumeBuffer: UnsafeMutablePointer<Float>? = nil
+    }
+
+    /// A volume stage the plan moves (each meter slot once, inputs and outputs apart).
+    struct Volume {
+        var slot: Int32
+        var isOutput: Bool
+        /// nil: the stage goes on as it is (it is still advanced with the cycles).
+        var target: VolumeTarget?
+        /// The slot has a new port: the stage starts at the target.
+        var reset: Bool
     }
 
     struct Output {
@@ -50,6 +63,8 @@ struct MixPlan {
     /// had that this one does not have, or has on other inputs.
     var watchClearCount: Int
     var watchClears: UnsafeMutablePointer<Int32>
+    var volumeCount: Int
+    var volumes: UnsafeMutablePointer<Volume>
     /// Inputs and outputs with a loudness tap (0: none, nothing to check each cycle).
     var tapCount = 0
 
@@ -60,7 +75,9 @@ struct MixPlan {
                      delayLines: [Int32: UnsafeMutablePointer<DelayLine>] = [:],
                      taps: (inputs: [Int32: UnsafeMutablePointer<TapRing>], outputs: [Int32: UnsafeMutablePointer<TapRing>]) = ([:], [:]),
                      resettingDelayLinesOf resetSlots: Set<Int32> = [],
-                     clearingWatches clearedWatches: [Int32] = []) throws(MixPlanError) -> UnsafeMutablePointer<MixPlan> {
+                     clearingWatches clearedWatches: [Int32] = [],
+                     volumeBuffers: [Int32: UnsafeMutablePointer<Float>] = [:],
+                     resettingVolumesOf volumeResets: (inputs: Set<Int32>, outputs: Set<Int32>) = ([], [])) throws(MixPlanError) -> UnsafeMutablePointer<MixPlan> {
         if description.inputs.count > capacity.maxInputChannels {
             throw .tooManyInputs(description.inputs.count, capacity: capacity.maxInputChannels)
         }
@@ -87,6 +104,25 @@ struct MixPlan {
         for slot in description.resetSlots where !(0..<Int32(capacity.gainSlotCapacity)).contains(slot) {
             throw .gainSlotOutOfRange(slot)
         }
+        for input in description.inputs { if let volume = input.volume, !volume.gain.isFinite { throw .volumeNotFinite(meterSlot: input.meterSlot) } }
+        for output in description.outputs { if let volume = output.volume, !volume.gain.isFinite { throw .volumeNotFinite(meterSlot: output.meterSlot) } }
+        // Each slot's stage once: the first entry with a target says where it goes.
+        var volumeList: [Volume] = []
+        var listed: [Int32: Int] = [:]
+        for input in description.inputs {
+            if let at = listed[input.meterSlot] {
+                if volumeList[at].target == nil { volumeList[at].target = input.volume }
+                continue
+            }
+            listed[input.meterSlot] = volumeList.count
+            volumeList.append(Volume(slot: input.meterSlot, isOutput: false, target: input.volume,
+                                     reset: volumeResets.inputs.contains(input.meterSlot)))
+        }
+        var listedOutputs = Set<Int32>()
+        for output in description.outputs where listedOutputs.insert(output.meterSlot).inserted {
+            volumeList.append(Volume(slot: output.meterSlot, isOutput: true, target: output.volume,
+                                     reset: volumeResets.outputs.contains(output.meterSlot)))
+        }
 
         let contributionCount = description.outputs.reduce(0) { $0 + $1.contributions.count }
         let plan = UnsafeMutablePointer<MixPlan>.allocate(capacity: 1)
@@ -96,6 +132,8 @@ struct MixPlan {
         let resets = UnsafeMutablePointer<Int32>.allocate(capacity: max(description.resetSlots.count, 1))
         let delayResets = UnsafeMutablePointer<UnsafeMutablePointer<DelayLine>>.allocate(capacity: max(description.inputs.count, 1))
         let watchClears = UnsafeMutablePointer<Int32>.allocate(capacity: max(clearedWatches.count, 1))
+        let volumes = UnsafeMutablePointer<Volume>.allocate(capacity: max(volumeList.count, 1))
+        for (v, volume) in volumeList.enumerated() { (volumes + v).initialize(to: volume) }
 
         var delayResetCount = 0
         var tapCount = 0
@@ -106,7 +144,8 @@ struct MixPlan {
             if tap != nil { tapCount += 1 }
             (inputs + i).initialize(to: Input(port: input.port.pointer, meterSlot: input.meterSlot,
                                               watch: (0..<Int32(capacity.maxLevelWatches)).contains(input.watch) ? input.watch : -1,
-                                              delayLine: line, tap: tap, tapGroup: tap == nil ? -1 : input.tapGroup))
+                                              delayLine: line, tap: tap, tapGroup: tap == nil ? -1 : input.tapGroup,
+                                              volumeBuffer: volumeBuffers[input.meterSlot]))
             if let line, resetSlots.contains(input.meterSlot) {
                 (delayResets + delayResetCount).initialize(to: line)
                 delayResetCount += 1
@@ -142,7 +181,8 @@ struct MixPlan {
                                     contributionCount: contributionCount, contributions: contributions,
                                     resetCount: description.resetSlots.count, resets: resets,
                                     delayResetCount: delayResetCount, delayResets: delayResets,
-                                    watchClearCount: clearedWatches.count, watchClears: watchClears, tapCount: tapCount))
+                                    watchClearCount: clearedWatches.count, watchClears: watchClears,
+                                    volumeCount: volumeList.count, volumes: volumes, tapCount: tapCount))
         return plan
     }
 
@@ -155,6 +195,7 @@ struct MixPlan {
         plan.pointee.resets.deallocate()
         plan.pointee.delayResets.deallocate()
         plan.pointee.watchClears.deallocate()
+        plan.pointee.volumes.deallocate()
         plan.deallocate()
     }
 }
