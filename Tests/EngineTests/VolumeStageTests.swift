@@ -60,6 +60,21 @@ struct VolumeStageTests {
         }
     }
 
+    @Test("the equal-power curve's vector square root is within 1e-6 of the true one, from 1e-12 to 256, and 0 at or below 0")
+    func squareRoot() {
+        var x: Float = 1e-12
+        var worst: Float = 0
+        while x < 256 {
+            let lanes = SIMD8<Float>(x, x * 1.1, x * 1.2, x * 1.3, x * 1.4, x * 1.5, x * 1.6, x * 1.7)
+            let roots = VolumeState.squareRoot(lanes)
+            for l in 0..<8 { worst = max(worst, abs(roots[l] - lanes[l].squareRoot()) / lanes[l].squareRoot()) }
+            x *= 1.9
+        }
+        #expect(worst < 1e-6, "worst relative error \(worst)")
+        let edges = VolumeState.squareRoot(SIMD8<Float>(0, -1, -1e-20, 4, 0, 0, 0, 0))
+        #expect(edges[0] == 0 && edges[1] == 0 && edges[2] == 0 && abs(edges[3] - 2) < 2e-6, "\(edges)")
+    }
+
     @Test("the same request in a later plan leaves the ramp alone; a new one starts from where the sound is")
     func serials() {
         var state = VolumeState(steady: 1)
@@ -73,6 +88,11 @@ struct VolumeStageTests {
         let g = Self.gains(&state, frames: 600, block: 128)
         #expect(abs(g[0] - 0.4) < 0.01, "the new ramp starts at 0.4, where the sound is: \(g[0])")
         #expect(g[599] == 1)
+        // A serial met again with another target is still followed (whoever counts serials
+        // started again, the stage must not keep a volume it was told to leave).
+        state.follow(VolumeTarget(gain: 0.5, rampFrames: 10, curve: .linear, serial: 2))
+        state.advance(by: 10)
+        #expect(state.current == 0.5 && state.target == 0.5)
     }
 
     /// An engine whose port handles are test buffers.
