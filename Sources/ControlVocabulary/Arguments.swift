@@ -23,6 +23,13 @@ public struct Arguments {
     }
 
     public var isEmpty: Bool { values.isEmpty }
+    /// Whether the next argument is a string (for a path that takes a number or a word there).
+    public var nextIsString: Bool {
+        guard next < values.count else { return false }
+        if case .string = values[next] { return true }
+        if case .symbol = values[next] { return true }
+        return false
+    }
     /// Whether every argument has been read.
     public var isAtEnd: Bool { next >= values.count }
     /// The arguments, all of them (for paths with one special form, such as `channelmap default`;

@@ -14,13 +14,16 @@ public struct PathRow: Sendable {
         case app
         /// A route's name (not empty).
         case route
+        /// A scene's name (not empty; the answer judges it, -9).
+        case scene
     }
 
     /// What a message to the path may do; OSCQuery's ACCESS (0 none, 1 read, 2 write, 3 both).
     public enum Access: Int, Sendable {
         /// No value: a trigger (it acts, and has nothing to read), or a container of others.
         case none = 0
-        /// Read only: a value OSCQuery shows, with no OSC path that sets it.
+        /// Read only: a value OSCQuery shows, with no OSC path that sets it; or a path OSC asks
+        /// and nothing sets (`/scene/list`, not in the namespace).
         case readOnly = 1
         /// Set only (a value, but none to read back).
         case writeOnly = 2
@@ -36,6 +39,9 @@ public struct PathRow: Sendable {
         case appInPath
         /// The app named by the first argument (`/app/register`): as `appInPath`.
         case appInFirstArgument
+        /// Only an admin (an `osc.admin` address, or the page's key): what says what a recall
+        /// does to every app (`/scene/store`, `/scene/delete`).
+        case admin
     }
 
     /// An argument the path takes, in order: OSCQuery's TYPE, RANGE and UNIT come from these.
@@ -102,6 +108,7 @@ public struct PathRow: Sendable {
             switch part {
             case "<app>": .app
             case "<route>": .route
+            case "<scene>": .scene
             default: .word(String(part))
             }
         }
@@ -159,7 +166,7 @@ public struct PathRow: Sendable {
             switch segment {
             case let .word(word): guard part == word else { return nil }
             case .app: name = String(part)
-            case .route: guard !part.isEmpty else { return nil }; name = String(part)
+            case .route, .scene: guard !part.isEmpty else { return nil }; name = String(part)
             }
         }
         return name
@@ -170,7 +177,7 @@ public struct PathRow: Sendable {
         "/" + segments.map { segment in
             switch segment {
             case let .word(word): word
-            case .app, .route: name
+            case .app, .route, .scene: name
             }
         }.joined(separator: "/")
     }

@@ -47,8 +47,18 @@ extension ControlCommand {
         case .remoteCommand:
             for case let .notify(.remote(app, _, _)) in effects { return [.string(app)] }
             return []
+        case let .recallScene(name, _, _):
+            for case let .sceneFade(_, _, milliseconds, _, _) in effects { return [.string(name), .float(Float(milliseconds))] }
+            return [.string(name)]
+        case let .storeScene(name, _), let .deleteScene(name): return [.string(name)]
+        case .cueGo:
+            for case let .notify(.cue(number, scene)) in effects { return [.int32(Int32(number)), .string(scene)] }
+            return []
+        case .cueBack, .cueGoto:
+            let state = Vocabulary.cueState(state().show)
+            return Array(state[2...3])
         case .unregister, .activate, .deactivate, .signal, .releaseDuck, .outsideInterruptionBegan, .outsideInterruptionEnded,
-             .setDuckingRules, .setLoudnessDucks:
+             .setDuckingRules, .setLoudnessDucks, .setShow, .sceneFadeDone:
             return []
         }
     }

@@ -6,7 +6,7 @@ import Policy
 /// every change through a path that names an app is checked against the app's owner, whatever
 /// command it becomes (queries are open to everyone).
 public enum Vocabulary {
-    public static let rows: [PathRow] = appRows + systemRows + routeRows + remoteRows + duckRows + serviceRows
+    public static let rows: [PathRow] = appRows + systemRows + routeRows + remoteRows + duckRows + showRows + serviceRows
 
     /// A decoded message: the command, and the app whose owner (or an admin) alone may send it.
     public struct Decoded: Equatable, Sendable {
@@ -14,6 +14,8 @@ public enum Vocabulary {
         /// The app the message changes (nil for a shared path, and for a query: anyone allowed
         /// may read).
         public var app: String?
+        /// Only an admin may send it (`PathRow.Scope.admin`).
+        public var adminOnly = false
     }
 
     /// Decodes a message by its row: the path's pattern chooses the row, the row's decoder reads
@@ -38,7 +40,7 @@ public enum Vocabulary {
         try arguments.finish()
         let app: String?
         switch row.scope {
-        case .shared: app = nil
+        case .shared, .admin: app = nil
         case .appInPath: app = name
         case .appInFirstArgument:
             switch message.arguments.first {
@@ -52,7 +54,7 @@ public enum Vocabulary {
         }
         // Two sources, so that neither alone can let a change through: the row's (every path
         // under /app/) and the command's own (an app-changing event through any path).
-        return Decoded(command: command, app: app ?? command.appItChanges)
+        return Decoded(command: command, app: app ?? command.appItChanges, adminOnly: row.scope == .admin)
     }
 
     /// The row whose pattern `path` fits, and the name in it (of an app or route; "" for none).

@@ -98,6 +98,12 @@ extension ControlServer {
             OSCMessage("/duckrouter/route", [.string(reason.rawValue), .string(route), .string(previous)] + (app.map { [.string($0)] } ?? []))
         case let .duckReleased(app, released):
             OSCMessage("/duckrouter/duck", [.string(app), .string(released ? "released" : "holding")])
+        case let .scene(name, phase):
+            OSCMessage("/duckrouter/scene", [.string(name), .string(phase.rawValue)])
+        case let .cue(number, scene):
+            OSCMessage("/duckrouter/cue", [.int32(Int32(clamping: number)), .string(scene)])
+        case let .playhead(number, scene):
+            OSCMessage("/duckrouter/playhead", [.int32(Int32(clamping: number)), .string(scene)])
         }
     }
 

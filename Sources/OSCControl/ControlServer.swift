@@ -257,6 +257,7 @@ public final class ControlServer: @unchecked Sendable {
     private func executeBundle(_ messages: [OSCMessage], timetag: OSCTimetag, from peer: OSCServer.Peer) {
         var commands: [(message: OSCMessage, command: ControlCommand)] = []
         var apps: [String] = []   // the apps the bundle changes
+        var adminOnly = false     // whether it does what only an admin may
         var refused = false
         for message in messages {
             do throws(PolicyError) {
@@ -264,6 +265,7 @@ public final class ControlServer: @unchecked Sendable {
                 try authorize(decoded, peer)
                 commands.append((message, decoded.command))
                 if let app = decoded.app { apps.append(app) }
+                if decoded.adminOnly { adminOnly = true }
             } catch {
                 sendError(to: peer, path: message.path, error)
                 refused = true
@@ -317,7 +319,7 @@ public final class ControlServer: @unchecked Sendable {
         } else {
             do throws(RouterError) {
                 try router.perform(batch, atUnixTime: timetag.unixTime,
-                                   keyGeneration: reliesOnKey(apps, peer) ? adminStreams[peer.connection] : nil,
+                                   keyGeneration: reliesOnKey(apps, adminOnly: adminOnly, peer) ? adminStreams[peer.connection] : nil,
                                    completion: finish)
             } catch {
                 finishBundle(resolved, positions: positions, result: .failure(error), peer: peer)
@@ -353,15 +355,19 @@ public final class ControlServer: @unchecked Sendable {
     private static let notApplied = PolicyError(.general, "not applied: another message of its bundle was refused")
 
     /// Whether only the page's key the peer's stream presented gives it the right to change `apps`
-    /// (one is an app another registered, and its address is not osc.admin).
-    private func reliesOnKey(_ apps: [String], _ peer: OSCServer.Peer) -> Bool {
+    /// (one is an app another registered, and its address is not osc.admin), or to do what only an
+    /// admin may.
+    private func reliesOnKey(_ apps: [String], adminOnly: Bool, _ peer: OSCServer.Peer) -> Bool {
         guard peer.transport == .tcp, adminStreams[peer.connection] != nil, !isAdminAddress(peer) else { return false }
-        return apps.contains { app in owners[app].map { $0 != Owner(peer) } == true }
+        return adminOnly || apps.contains { app in owners[app].map { $0 != Owner(peer) } == true }
     }
 
     /// The vocabulary says which app a message changes (`Vocabulary.Decoded.app`, from its row):
     /// its owner, if it has one, or an admin may send it.
     private func authorize(_ decoded: Vocabulary.Decoded, _ peer: OSCServer.Peer) throws(PolicyError) {
+        if decoded.adminOnly && !isAdmin(peer) {
+            throw PolicyError(.notPermitted, "only an osc.admin address or a holder of the page's key may do this: it says what a recall does to every app")
+        }
         guard let app = decoded.app, let owner = owners[app], owner != Owner(peer), !isAdmin(peer) else { return }
         throw PolicyError(.notPermitted, "'\(app)' was registered by \(owner); only it or an osc.admin address may control it")
     }

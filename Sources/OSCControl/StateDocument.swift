@@ -114,6 +114,8 @@ struct StateDocument: Encodable {
         var meterSubscribers: [String]
         /// What of the reloaded session file waits for a restart (empty: nothing).
         var reloadPending: [String] = []
+        /// Scenes and the cue list (StateDocument+Show.swift).
+        var show: ShowState? = nil
     }
 
     struct Meters: Encodable {
@@ -291,6 +293,7 @@ struct StateDocument: Encodable {
                                 loudnessLufs: Self.loudness(status))
         // What waits for a restart, and the state file's last failed save (docs/SESSIONS.md).
         settings.reloadPending = status.reloadPending
+        settings.show = ShowState(policy.show)
         engine.lastSaveFailure = status.lastSaveFailure.map(SaveFailure.init)
     }
 

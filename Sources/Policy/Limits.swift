@@ -27,4 +27,11 @@ public enum Limits {
     public static let textBytes = 256
     /// A meter's reading, dBFS (the floor is silence).
     public static let meter: ClosedRange<Double> = -144...0
+    /// A scene's fade, ms (ten minutes at most).
+    public static let fadeMilliseconds: ClosedRange<Double> = 0...600_000
+    /// The wait before an auto-continuing cue's next cue, ms (an hour at most).
+    public static let cueWaitMilliseconds: ClosedRange<Double> = 0...3_600_000
+    /// Scenes in a show, and cues in its list.
+    public static let scenes = 1024
+    public static let cues = 4096
 }

@@ -16,6 +16,11 @@ public enum InterruptionReason: String, CaseIterable, Sendable {
     case routeDisconnected
 }
 
+/// Where a scene's recall is (`/duckrouter/scene`).
+public enum ScenePhase: String, Sendable {
+    case began, done
+}
+
 /// Why a route changed (docs/OSC.md, `/duckrouter/route`; docs/POLICY.md, "Route notifications").
 public enum RouteChangeReason: String, CaseIterable, Sendable {
     /// A route became available and is now the current one (last in wins).
@@ -47,13 +52,19 @@ public enum PolicyNotification: Equatable, Sendable {
     case route(reason: RouteChangeReason, route: String, previous: String, app: String? = nil)
     /// An app's duck was released after `unduckAfter` of silence (true) or holds again (false).
     case duckReleased(app: String, released: Bool)
+    /// A scene's recall began, or its fade is done.
+    case scene(name: String, phase: ScenePhase)
+    /// A cue was fired: its number (from 1) and its scene.
+    case cue(number: Int, scene: String)
+    /// The playhead moved: the cue the next GO fires, by number and scene (0 and "": past the end).
+    case playhead(number: Int, scene: String)
 
     /// The app the notification is about, which also receives it at its own address.
     public var app: String? {
         switch self {
         case let .interruption(app, _, _, _), let .appState(app, _, _, _, _), let .remote(app, _, _), let .duckReleased(app, _): app
         case let .route(_, _, _, app): app
-        case .silentSwitch, .systemVolume: nil
+        case .silentSwitch, .systemVolume, .scene, .cue, .playhead: nil
         }
     }
 }
@@ -81,6 +92,12 @@ public enum PolicyEffect: Equatable, Sendable {
     /// crossfade over the ramp.
     case currentRoute(String?, rampMilliseconds: Double)
     case notify(PolicyNotification)
+    /// A scene was recalled: its fade runs for `milliseconds` from when the change is heard, and
+    /// the router then tells the policy (`sceneFadeDone(recall:)`). `continueAfter`: the cue list
+    /// goes on by itself (`cueGo`) that long after the fade (an auto-continue cue). `skipped`:
+    /// the parts that could not apply now (an app not registered, a route not available, an
+    /// activation refused), in words for the log.
+    case sceneFade(name: String, recall: Int, milliseconds: Double, continueAfter: Double?, skipped: [String])
     /// Persistent settings changed: save the session.
     case save
 }

@@ -13,7 +13,7 @@ public struct PolicyEngine: Sendable {
     ///   - fadeMilliseconds: the fast fade for starts, stops and volume changes.
     public init(routes: [(name: String, volume: Float)] = [], ducking: DuckingSettings = DuckingSettings(),
                 fadeMilliseconds: Double = 20, silentSwitch: Bool = false, fallback: String? = nil,
-                privateRoutes: Set<String> = []) {
+                privateRoutes: Set<String> = [], show: Show = Show()) {
         state = PolicyState()
         state.privateRoutes = privateRoutes.intersection(routes.map(\.name))
         state.systemVolumes = routes.map { ($0.name, $0.volume) }
@@ -24,6 +24,7 @@ public struct PolicyEngine: Sendable {
         state.ducking = ducking
         state.fadeMilliseconds = fadeMilliseconds
         state.silentSwitch = silentSwitch
+        state.show = show
     }
 
     /// Applies one event. On error the state is exactly as it was.

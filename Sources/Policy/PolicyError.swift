@@ -12,6 +12,8 @@ public struct PolicyError: Error, Equatable, Sendable, CustomStringConvertible {
         case insufficientPriority = -6
         case unknownPath = -7
         case noEligibleApp = -8
+        /// No scene of that name, no cue at that place (or none at all).
+        case unknownScene = -9
     }
 
     public var code: Code
@@ -26,6 +28,7 @@ public struct PolicyError: Error, Equatable, Sendable, CustomStringConvertible {
 
     static func unknownApp(_ name: String) -> PolicyError { .init(.unknownApp, "no app named '\(name)'") }
     static func unknownRoute(_ name: String) -> PolicyError { .init(.unknownRoute, "no route named '\(name)'") }
+    public static func unknownScene(_ name: String) -> PolicyError { .init(.unknownScene, "no scene named '\(name)'") }
     /// `/duck/rule` asked for, or to remove, a rule that is not there.
     public static func noDuckingRule(ducker: String, ducked: String, route: String?) -> PolicyError {
         .init(.general, "no ducking rule \(ducker) → \(ducked)\(route.map { " on \($0)" } ?? " for every route")")

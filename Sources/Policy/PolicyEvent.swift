@@ -64,6 +64,34 @@ public enum PolicyEvent: Equatable, Sendable {
     /// Which app channel feeds which route channel, for a multiRoute app (§5.10); nil: every
     /// channel to every available route, as a normal app plays to the current one.
     case setChannelMap(app: String, [ChannelLink]?)
+    /// Recall a scene (`/scene/recall`): its settings at once, its volumes over the fade (the
+    /// recall's, else the scene's) along the curve (the recall's, else the scene's).
+    case recallScene(String, fade: Double?, curve: FadeCurve?)
+    /// Store the settings as they are as a scene (`/scene/store`): every app and route but the
+    /// recall-safe ones, or only the apps and routes named.
+    case storeScene(String, only: [String]?)
+    /// Delete a stored scene (a session file's scene of that name is the one again).
+    case deleteScene(String)
+    /// Fire the cue at the playhead (`/cue/go`).
+    case cueGo
+    /// Move the playhead back one cue, recalling nothing (`/cue/back`).
+    case cueBack
+    /// Move the playhead to a cue, recalling nothing (`/cue/goto`).
+    case cueGoto(CuePlace)
+    /// The scenes, recall-safe list and cues a session file declares (a reload); stored scenes
+    /// are kept, and the playhead as far as the new list has room.
+    case setShow(Show)
+    /// The fade of the recall with that serial (`PolicyEffect.sceneFade`) has run its time: the
+    /// router's clock says so. Nothing happens if a later recall took over.
+    case sceneFadeDone(recall: Int)
+}
+
+/// A place in the cue list, as `/cue/goto` names it.
+public enum CuePlace: Equatable, Sendable {
+    /// Counting from 1, as a cue sheet does.
+    case number(Int)
+    /// The first cue of that scene.
+    case scene(String)
 }
 
 extension PolicyEvent {
@@ -79,7 +107,7 @@ extension PolicyEvent {
             app
         case .outsideInterruptionBegan, .outsideInterruptionEnded, .setSilentSwitch, .setSystemVolume, .setDucking,
              .setDuckingRules, .setDuckingRule, .removeDuckingRule, .setLoudnessDucks, .remoteCommand, .selectRoute,
-             .setRouteAvailable:
+             .setRouteAvailable, .recallScene, .storeScene, .deleteScene, .cueGo, .cueBack, .cueGoto, .setShow, .sceneFadeDone:
             nil
         }
     }

@@ -97,6 +97,8 @@ public struct PolicyState: Equatable, Sendable {
     /// Milliseconds of the fast fade used when audio starts or stops (interruptions, activation,
     /// the silent switch) and for volume changes.
     public internal(set) var fadeMilliseconds: Double = 20
+    /// The scenes, the cue list and where the show stands in it.
+    public internal(set) var show = Show()
     var nextActivationSequence = 0
 
     public init() {}
@@ -111,6 +113,7 @@ public struct PolicyState: Equatable, Sendable {
             && a.outsideInterruptions == b.outsideInterruptions && a.ducking == b.ducking
             && a.loudnessDucks == b.loudnessDucks
             && a.fadeMilliseconds == b.fadeMilliseconds && a.nextActivationSequence == b.nextActivationSequence
+            && a.show == b.show
     }
 
     public func app(_ name: String) -> AppSession? { apps.first { $0.name == name } }

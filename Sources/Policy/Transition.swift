@@ -5,6 +5,9 @@ struct Transition {
     /// Interruption notifications, app additions and other effects in the order they happened.
     var ordered: [PolicyEffect] = []
     var save = false
+    /// While a scene is recalled: how its volumes move. Each volume it names is moved, even to
+    /// where it already is, so a fade running there starts again from where the sound is.
+    var fade: (milliseconds: Double, curve: FadeCurve)?
 
     init(_ state: PolicyState) {
         before = state
@@ -80,9 +83,12 @@ struct Transition {
         case let .setSystemVolume(route, volume):
             guard let index = state.systemVolumes.firstIndex(where: { $0.route == route }) else { throw .unknownRoute(route) }
             let gain = try linear(volume, setting: "system volume", maximumDecibels: Limits.systemGain.upperBound)
-            guard gain != state.systemVolumes[index].volume else { return }
+            let changed = gain != state.systemVolumes[index].volume
+            guard changed || fade != nil else { return }
             state.systemVolumes[index].volume = gain
-            ordered.append(.systemVolume(route: route, gain: gain, rampMilliseconds: state.fadeMilliseconds))
+            ordered.append(.systemVolume(route: route, gain: gain, rampMilliseconds: fade?.milliseconds ?? state.fadeMilliseconds,
+                                         curve: fade?.curve ?? .linear))
+            guard changed else { return }
             ordered.append(.notify(.systemVolume(route: route, volume: Double(Decibels.sliderPosition(linear: gain)))))
             save = true
         case let .setChannelMap(name, links):
@@ -111,10 +117,12 @@ struct Transition {
         case let .setAppVolume(name, volume):
             let index = try state.index(of: name)
             let gain = try linear(volume, setting: "app volume", maximumDecibels: Limits.appGain.upperBound)
-            guard gain != state.apps[index].volume else { return }
+            let changed = gain != state.apps[index].volume
+            guard changed || fade != nil else { return }
             state.apps[index].volume = gain
-            ordered.append(.appVolume(app: name, gain: gain, rampMilliseconds: state.fadeMilliseconds))
-            save = true
+            ordered.append(.appVolume(app: name, gain: gain, rampMilliseconds: fade?.milliseconds ?? state.fadeMilliseconds,
+                                      curve: fade?.curve ?? .linear))
+            if changed { save = true }
         case let .setAppSetting(name, change):
             let index = try state.index(of: name)
             guard state.apps[index].settings.apply(change) else { return }
@@ -156,6 +164,22 @@ struct Transition {
             try selectRoute(route)
         case let .setRouteAvailable(route, available):
             try setRouteAvailable(route, available)
+        case let .recallScene(name, fade, curve):
+            try recall(name, fade: fade, curve: curve)
+        case let .storeScene(name, only):
+            try store(name, only: only)
+        case let .deleteScene(name):
+            try deleteScene(name)
+        case .cueGo:
+            try cueGo()
+        case .cueBack:
+            cueBack()
+        case let .cueGoto(place):
+            try cueGoto(place)
+        case let .setShow(show):
+            setShow(show)
+        case let .sceneFadeDone(recall):
+            sceneFadeDone(recall)
         }
     }
 }

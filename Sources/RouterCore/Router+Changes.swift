@@ -96,6 +96,7 @@ extension Router {
         followBacklog(changes, effects: transaction.effects, runTime: !reloadStep)
         withdrawTimedChanges(actingOnAppsRemovedIn: transaction.effects)
         for effect in transaction.effects { announce(effect) }
+        followScenes(transaction.effects, startFrame: startFrame)
         return transaction.effects
     }
 
@@ -152,7 +153,7 @@ extension Router {
     /// What an effect changes in the control state (before the plan is published).
     private func apply(_ effect: PolicyEffect) {
         switch effect {
-        case .notify, .save, .appAdded, .channelMap:
+        case .notify, .save, .appAdded, .channelMap, .sceneFade:
             break
         case let .appChanged(configuration):
             // An app that now records gets capture outputs (kept until it is removed). Refused

@@ -267,7 +267,7 @@ public final class Router: @unchecked Sendable {
         var policy = PolicyEngine(routes: routes, ducking: session.ducking, fadeMilliseconds: fadeMilliseconds,
                                   silentSwitch: session.silentSwitch,
                                   fallback: (session.routes.first { $0.isBuiltIn } ?? session.routes.first)?.name,
-                                  privateRoutes: Set(session.routes.filter(\.isPrivate).map(\.name)))
+                                  privateRoutes: Set(session.routes.filter(\.isPrivate).map(\.name)), show: session.show)
         do throws(PolicyError) {
             for app in session.apps {
                 try policy.apply(.register(app.configuration))

@@ -77,6 +77,9 @@ struct SessionReload {
         for (route, volume) in new.volumes.routes.sorted(by: { $0.key < $1.key }) where old.volumes.routes[route] != volume {
             steps.append(.events([.setSystemVolume(route: route, .position(volume))], label: "volume of '\(route)'"))
         }
+        if old.show.scenes != new.show.scenes || old.show.safe != new.show.safe || old.show.cues != new.show.cues {
+            steps.append(.events([.setShow(new.show)], label: "scenes and cues"))
+        }
     }
 
     /// The events that follow an app's registration, at start and when a reload adds it: what

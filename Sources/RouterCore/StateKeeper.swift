@@ -113,7 +113,7 @@ struct StateKeeper {
                            fileDucking: DuckingSettings? = nil) -> SavedState {
         // Slider positions to 6 decimals: 0.3, not 0.30000001192092896 (the policy keeps floats).
         func position(_ linear: Float) -> Double { (Double(Decibels.sliderPosition(linear: linear)) * 1e6).rounded() / 1e6 }
-        return SavedState(
+        var saved = SavedState(
             silent: state.silentSwitch, selectedRoute: state.selectedRoute,
             ducking: .init(level: state.ducking.level, attack: state.ducking.attack, release: state.ducking.release,
                            target: fileDucking?.target == state.ducking.target ? nil : .init(state.ducking.target),
@@ -132,5 +132,8 @@ struct StateKeeper {
                 if app.settings != AppSettings() { saved.settings = app.settings }
                 return saved
             })
+        let show = state.show
+        if !show.stored.isEmpty || show.next > 0 || show.current != nil || show.currentScene != nil { saved.show = .init(show) }
+        return saved
     }
 }

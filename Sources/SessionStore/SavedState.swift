@@ -166,6 +166,9 @@ public struct SavedState: Codable, Equatable, Sendable {
     /// Every app the router had, with its configuration: session apps as they were changed, and
     /// apps registered over OSC.
     public var apps: [App] = []
+    /// Scenes stored at run time and where the cue list stands; absent in files written before
+    /// scenes existed, and while there is nothing to keep.
+    public var show: Show?
 
     public init(silent: Bool, selectedRoute: String?, ducking: Ducking, routeVolumes: [String: Double],
                 appVolumes: [String: Double], apps: [App]) {
@@ -282,6 +285,7 @@ extension Session {
                 session.apps.append(restored)
             }
         }
+        if let show = saved.show { session.show = session.applyingShow(show, notes: &notes) }
         for (app, volume) in saved.appVolumes.sorted(by: { $0.key < $1.key }) {
             guard session.apps.contains(where: { $0.name == app }) else { notes.append("volume of app '\(app)', which no longer exists"); continue }
             session.volumes.apps[app] = min(max(volume, 0), 1)

@@ -18,6 +18,10 @@ public struct Session: Equatable, Sendable {
     public var ducking = DuckingSettings()
     public var apps: [App] = []
     public var volumes = Volumes()
+    /// Scenes, the apps and routes no recall touches, and the cue list (`scenes`, `cues`).
+    public var show = Show()
+    /// What loaded but may not be what was meant, with its field and line (the daemon logs them).
+    public var warnings: [SessionError.Problem] = []
     /// Run-time state brought back from the state file (not fields of the session file).
     public var silentSwitch = false
     public var selectedRoute: String?

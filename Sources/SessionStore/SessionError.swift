@@ -20,6 +20,11 @@ public struct SessionError: Error, Equatable, CustomStringConvertible {
     public var file: String
     public var problems: [Problem]
 
+    /// A session's warnings (`Session.warnings`), one line each as `description` writes problems.
+    public static func warnings(of session: Session, file: String) -> [String] {
+        session.warnings.isEmpty ? [] : SessionError(file: file, problems: session.warnings).description.split(separator: "\n").map(String.init)
+    }
+
     /// One line per problem: `Sessions/car.json:14 apps[2].category: expected one of …, got 'playbak'`.
     public var description: String {
         problems.map { problem in

@@ -5,7 +5,7 @@ import Policy
 public enum SessionLoader {
     /// The fields each kind of object may have (Sessions/schema.json must agree; a test checks).
     public static let fields: [String: Set<String>] = [
-        "session": ["client", "ramp", "osc", "http", "loudness", "netjack2", "routes", "input", "ducking", "apps", "volumes"],
+        "session": ["client", "ramp", "osc", "http", "loudness", "netjack2", "routes", "input", "ducking", "apps", "volumes", "scenes", "cues"],
         "osc": ["port", "bind", "allow", "admin", "tcpConnections", "tcpConnectionsPerAddress", "tcpPacketTimeout"],
         "http": ["port"],
         "loudness": ["meter"],
@@ -20,6 +20,12 @@ public enum SessionLoader {
                 "activation", "signal", "unduckAfter"],
         "signal": ["threshold", "attack", "hold", "hysteresis"],
         "volumes": ["routes", "apps"],
+        "scenes": ["safe", "list"],
+        "scene": ["name", "fade", "curve", "apps", "routes", "route", "silent", "ducking", "safe"],
+        "sceneApp": ["volume", "gain", "mute", "active"],
+        "sceneRoute": ["volume", "gain"],
+        "sceneDucking": ["level", "target", "attack", "release"],
+        "cue": ["scene", "continue", "wait"],
     ]
 
     /// Loads the session at `path`; throws a `SessionError` naming every problem found.
@@ -44,14 +50,16 @@ public enum SessionLoader {
                                                              line: error.line)])
         }
         var validator = Validator()
-        let session = validator.session(document)
-        if !validator.problems.isEmpty {
-            throw SessionError(file: file, problems: validator.problems.map { problem in
-                var located = problem
-                located.line = line(of: problem.field, in: lines)
-                return located
-            })
+        var session = validator.session(document)
+        func located(_ problem: SessionError.Problem) -> SessionError.Problem {
+            var located = problem
+            located.line = line(of: problem.field, in: lines)
+            return located
         }
+        if !validator.problems.isEmpty {
+            throw SessionError(file: file, problems: validator.problems.map(located))
+        }
+        session.warnings = validator.warnings.map(located)
         return session
     }
 
@@ -87,9 +95,15 @@ public enum SessionLoader {
 /// Walks the document, building a `Session` and collecting every problem with its field path.
 struct Validator {
     var problems: [SessionError.Problem] = []
+    /// What loads but may not be what was meant (an app a scene names that is not declared).
+    var warnings: [SessionError.Problem] = []
 
     mutating func fail(_ field: String, _ message: String) {
         problems.append(.init(field: field, message: message))
+    }
+
+    mutating func warn(_ field: String, _ message: String) {
+        warnings.append(.init(field: field, message: message))
     }
 
     mutating func session(_ document: JSONValue) -> Session {
@@ -125,6 +139,10 @@ struct Validator {
         if let value = root["ducking"] { session.ducking = ducking(value, routes: session.routes.map(\.name)) }
         if let value = root["apps"] { session.apps = apps(value, routes: session.routes) }
         if let value = root["volumes"] { session.volumes = volumes(value, routes: session.routes, apps: session.apps) }
+        if let value = root["scenes"] {
+            (session.show.scenes, session.show.safe) = scenes(value, routes: session.routes, apps: session.apps)
+        }
+        if let value = root["cues"] { session.show.cues = cues(value, scenes: session.show.scenes) }
         return session
     }
 

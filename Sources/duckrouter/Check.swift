@@ -16,7 +16,9 @@ struct Check: ParsableCommand {
             do {
                 let session = try SessionLoader.load(path: file)
                 func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
-                print("\(file): valid (\(count(session.routes.count, "route")), \(count(session.apps.count, "app")))")
+                print("\(file): valid (\(count(session.routes.count, "route")), \(count(session.apps.count, "app"))"
+                      + (session.show.scenes.isEmpty ? "" : ", \(count(session.show.scenes.count, "scene")), \(count(session.show.cues.count, "cue"))") + ")")
+                for line in SessionError.warnings(of: session, file: file) { print("warning: \(line)") }
             } catch {
                 invalid = true
                 for line in error.description.split(separator: "\n") { printError("duckrouter: \(line)") }

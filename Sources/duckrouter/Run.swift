@@ -150,6 +150,7 @@ struct Run: ParsableCommand {
         let loaded: Session
         do {
             loaded = try SessionLoader.load(path: sessionPath)
+            for line in SessionError.warnings(of: loaded, file: sessionPath) { logger.warning("\(line)") }
         } catch {
             for line in error.description.split(separator: "\n") { printError("duckrouter: \(line)") }
             nsm?.error(to: "/nsm/client/open", .badProject, error.description)
@@ -366,6 +367,7 @@ struct Run: ParsableCommand {
             let new: Session
             do {
                 new = try SessionLoader.load(path: sessionPath)
+                for line in SessionError.warnings(of: new, file: sessionPath) { logger.warning("\(line)") }
             } catch {
                 notifier.ready(status: readyStatus)
                 for line in "\(error)".split(separator: "\n") { logger.error("\(line)") }

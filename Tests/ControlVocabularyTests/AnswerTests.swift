@@ -13,6 +13,7 @@ struct AnswerTests {
         var policy = PolicyEngine(routes: [("speaker", 1), ("headphones", 0.5)])
         _ = try policy.apply(.register(AppConfiguration(name: "music", category: .playback)))
         _ = try policy.apply(.setDuckingRule(DuckingRule(ducker: "nav", ducked: "music", route: nil, level: -12)))
+        _ = try policy.apply(.setShow(Show(scenes: [Scene(name: "preshow")], cues: [Cue(scene: "preshow")])))
         return policy.state
     }
 
@@ -34,13 +35,13 @@ struct AnswerTests {
         return row.path == "/duck/rule" ? OSCMessage(path, [.string("nav"), .string("music"), .string("")]) : OSCMessage(path)
     }
 
-    @Test("a row is read over OSC (ACCESS 3) exactly when it decodes a query and answers it")
+    @Test("a row is read over OSC exactly when it decodes a query and answers it: ACCESS 3, or 1 for a path OSC only reads (not in the namespace)")
     func readableRowsAnswer() throws {
         let state = try Self.state()
         var answered = 0
         for row in Vocabulary.rows where row.overOSC {
             let decoded = try? Vocabulary.decode(Self.query(row)).command
-            guard row.access == .readWrite else {
+            guard row.access == .readWrite || row.access == .readOnly else {
                 if case .query? = decoded { Issue.record("\(row.path) is not readable but decodes a query") }
                 continue
             }
@@ -98,7 +99,7 @@ struct AnswerTests {
                                   route: .init(name: "speaker", volume: 0.5, peaks: [-3, -200]), nowPlaying: "music",
                                   outsideInterruptions: ["phone", "alarm"])
         var shownRows: [String: [OSCArgument]] = [:]
-        for row in Vocabulary.rows where row.access == .readOnly {
+        for row in Vocabulary.rows where row.access == .readOnly && !row.overOSC {
             guard let show = row.show else {
                 Issue.record("\(row.path) is read-only and shows nothing")
                 continue
@@ -113,7 +114,9 @@ struct AnswerTests {
         #expect(shownRows["/route/<route>/volume"] == [.float(0.5)])
         #expect(shownRows["/system/interruption/sources"] == [.string("phone,alarm")])
         #expect(shownRows["/remote/nowPlaying"] == [.string("music")])
-        #expect(Vocabulary.rows.filter { $0.access != .readOnly }.allSatisfy { $0.show == nil }, "only read-only rows show a value of their own")
+        #expect(Vocabulary.rows.filter { $0.access != .readOnly || $0.overOSC }.allSatisfy { $0.show == nil }, "only read-only rows show a value of their own")
+        #expect(Vocabulary.rows.filter { $0.access == .readOnly && $0.overOSC }.allSatisfy { !$0.inNamespace && $0.answer != nil },
+                "a path OSC only reads answers, and is not in the namespace (its VALUE would be nothing)")
     }
 
     @Test("every readable row's whole reply, on a state where every value differs from its default and from the others")
@@ -131,6 +134,15 @@ struct AnswerTests {
         _ = try policy.apply(.setDuckingRule(DuckingRule(ducker: "nav", ducked: "music", route: "speaker", level: -9, release: 50)))
         _ = try policy.apply(.setSilentSwitch(true))
         _ = try policy.apply(.setRouteAvailable(route: "headphones", false))
+        var preshow = Scene(name: "preshow")
+        preshow.fade = 2000
+        preshow.apps = [Scene.App(name: "music", volume: .position(0.5))]
+        var act1 = Scene(name: "act1")
+        act1.curve = .equalPower
+        act1.route = .followGraph
+        _ = try policy.apply(.setShow(Show(scenes: [preshow, act1], cues: [Cue(scene: "preshow"), Cue(scene: "act1"), Cue(scene: "preshow")])))
+        _ = try policy.apply(.cueGo)
+        _ = try policy.apply(.storeScene("snap", only: ["nav"]))
         let state = policy.state
         let volume = try #require(state.app("music")).volume
         let route = try #require(state.currentRoute)
@@ -157,6 +169,11 @@ struct AnswerTests {
             ("/duck/floor", "/duck/floor", [], [.float(-33)]),
             ("/duck/rule", "/duck/rule", [.string("nav"), .string("music"), .string("speaker")],
              [.string("nav"), .string("music"), .string("speaker"), .string("level"), .float(-9), .string("release"), .float(50)]),
+            ("/scene/list", "/scene/list", [], [.string("preshow"), .string("act1"), .string("snap")]),
+            ("/scene/current", "/scene/current", [], [.string("preshow"), .int32(1)]),
+            ("/cue/state", "/cue/state", [], [.int32(1), .string("preshow"), .int32(2), .string("act1"), .int32(3)]),
+            ("/scene/<scene>", "/scene/act1", [], [.string("act1"), .float(0), .string("equalPower"), .int32(0),
+                                                  .string(#"{"curve":"equalPower","fade":0,"name":"act1","route":null}"#)]),
         ]
         #expect(route == "speaker" && volume < 1 && routeVolume < 1, "a state where the values tell the rows apart")
         #expect(Set(expected.map(\.row)) == Set(Vocabulary.rows.filter { $0.answer != nil }.map(\.path)), "every row that answers, once")

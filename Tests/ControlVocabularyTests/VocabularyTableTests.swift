@@ -7,8 +7,10 @@ import Testing
 /// that is not in it is refused, and every path under `/app/` is an app's.
 @Suite("Vocabulary: the table of paths")
 struct VocabularyTableTests {
-    /// A row's path with a name for its `<app>` or `<route>`.
-    static func concrete(_ row: PathRow) -> String { row.path(for: row.segments.contains(.route) ? "speaker" : "music") }
+    /// A row's path with a name for its `<app>`, `<route>` or `<scene>`.
+    static func concrete(_ row: PathRow) -> String {
+        row.path(for: row.segments.contains(.route) ? "speaker" : row.segments.contains(.scene) ? "preshow" : "music")
+    }
 
     @Test("each row's example decodes to a change or a trigger, by that row, and names its app for an app's row")
     func examplesDecode() throws {
@@ -21,7 +23,8 @@ struct VocabularyTableTests {
             // The row's owner and the command's own agree (decode takes either).
             #expect(result.app == result.command.appItChanges, "\(row.path): the row says \(String(describing: result.app)), the command \(String(describing: result.command.appItChanges))")
             switch row.scope {
-            case .shared: #expect(result.command.appItChanges == nil, "\(row.path) is shared but its command changes an app")
+            case .shared: #expect(result.command.appItChanges == nil && !result.adminOnly, "\(row.path) is shared but its command changes an app")
+            case .admin: #expect(result.adminOnly && result.app == nil, "\(row.path)")
             case .appInPath: #expect(result.app == "music", "\(row.path)")
             case .appInFirstArgument: #expect(result.app == example.first.flatMap { if case let .string(s) = $0 { s } else { nil } }, "\(row.path)")
             }
@@ -64,9 +67,12 @@ struct VocabularyTableTests {
         #expect(paths.filter { Vocabulary.row(for: $0) == nil }.count >= 80)
     }
 
-    @Test("read-only rows have no OSC path: an OSC message to one is refused (-7)")
+    @Test("read-only rows of the namespace have no OSC path: an OSC message to one is refused (-7); what OSC only reads is not in the namespace")
     func readOnlyRows() {
-        let readOnly = Vocabulary.rows.filter { $0.access == .readOnly }
+        let osc = Vocabulary.rows.filter { $0.access == .readOnly && !$0.inNamespace }
+        #expect(osc.map(\.path).sorted() == ["/cue/state", "/scene/<scene>", "/scene/current", "/scene/list"])
+        #expect(osc.allSatisfy { $0.overOSC && $0.example == nil && $0.answer != nil })
+        let readOnly = Vocabulary.rows.filter { $0.access == .readOnly && $0.inNamespace }
         #expect(readOnly.map(\.path).sorted() == ["/app/<app>/meter", "/app/<app>/state", "/app/<app>/why", "/remote/nowPlaying",
                                                   "/route/<route>/meter", "/route/<route>/volume", "/system/interruption/sources"])
         for row in readOnly {
@@ -83,8 +89,13 @@ struct VocabularyTableTests {
             #expect(row.scope != .shared, "\(row.path) is under /app/ but shared")
         }
         for row in Vocabulary.rows where !row.path.hasPrefix("/app/") {
-            #expect(row.scope == .shared, "\(row.path)")
+            #expect(row.scope == .shared || row.scope == .admin, "\(row.path)")
         }
+    }
+
+    @Test("only what says what a recall does to every app is an admin's: storing and deleting scenes")
+    func adminRows() {
+        #expect(Vocabulary.rows.filter { $0.scope == .admin }.map(\.path) == ["/scene/store", "/scene/delete"])
     }
 
     @Test("OSCQuery's attributes: a value for every readable row, ranges from the policy's limits, rows it cannot type left out")

@@ -42,10 +42,12 @@ struct NamespaceTests {
                   answer: answers.answer).build()
     }
 
-    @Test("the tree has a container per app and per route, and the system, remote and ducking paths of docs/OSC.md")
+    @Test("the tree has a container per app and per route, and the system, remote, ducking, scene and cue paths of docs/OSC.md")
     func shape() throws {
         let root = build()
-        #expect(root.fullPath == "/" && Set(root.contents?.keys ?? [:].keys) == ["app", "system", "route", "remote", "duck"])
+        #expect(root.fullPath == "/" && Set(root.contents?.keys ?? [:].keys) == ["app", "system", "route", "remote", "duck", "scene", "cue"])
+        #expect(Set(try #require(root.node(at: "/scene")?.contents).keys) == ["recall", "store", "delete"])
+        #expect(Set(try #require(root.node(at: "/cue")?.contents).keys) == ["go", "back", "goto"])
         #expect(Set(try #require(root.node(at: "/app")?.contents).keys) == ["register", "music", "nav"])
         #expect(Set(try #require(root.node(at: "/app/music")?.contents).keys)
                 == ["volume", "gain", "mute", "category", "state", "why", "meter", "activate", "deactivate", "activation", "remote", "notify", "unregister"])

@@ -124,8 +124,8 @@ final class ExampleRig {
     }
 
     /// Checks that the listed route channels reach these levels (`levels(_:reaching:)`).
-    func expect(_ keys: [String], _ expected: [Float], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let measured = levels(keys, reaching: expected)
+    func expect(_ keys: [String], _ expected: [Float], _ what: String, timeout: Double = 3, sourceLocation: SourceLocation = #_sourceLocation) {
+        let measured = levels(keys, reaching: expected, timeout: timeout)
         #expect(zip(measured, expected).allSatisfy { abs($0 - $1) < 2e-3 }, "\(what): \(keys) measured \(measured), expected \(expected)",
                 sourceLocation: sourceLocation)
     }
@@ -264,5 +264,26 @@ struct ExampleSessionTests {
         try rig.send("/app/announce/deactivate")
         try rig.send("/system/interruption/end", [.string("showstop"), .int32(1)])
         rig.expect(all, [0.1, 0.2, 0.3, 0.4], "the cues resume")
+    }
+
+    @Test("Sessions/show.json: GO runs the show: the bed comes up to -10 dB on the PA and in the lobby, goes out for act 1 with the radio mic live, and comes back to -14 dB for the interval, the muted mic ducking nothing")
+    func show() throws {
+        let rig = try ExampleRig("show", programs: ["bedplayer": ["out_1", "out_2"]], devices: ["lobby": ["in_1", "in_2"]],
+                                 routes: ["pa": 2, "lobby": 2])
+        defer { rig.close() }
+        for k in 0..<2 { rig.play("bedplayer", k, 0.5) }
+        let all = ["pa:1", "pa:2", "lobby:1", "lobby:2"]
+        rig.expect(all, [0, 0, 0, 0], "the bed at volume 0 before the show")
+        try rig.send("/cue/go")
+        let preshow = 0.5 * Decibels.linear(-10)
+        rig.expect(all, [preshow, preshow, preshow, preshow], "preshow: the bed at -10 dB on the PA and in the lobby", timeout: 6)
+        try rig.send("/cue/go")
+        rig.expect(all, [0, 0, 0, 0], "act 1: the bed out", timeout: 8)
+        #expect(try rig.appState("radio-mic") == "active")
+        try rig.send("/cue/go")
+        let interval = 0.5 * Decibels.linear(-14)
+        rig.expect(all, [interval, interval, interval, interval], "interval: the bed at -14 dB; the radio mic muted ducks nothing", timeout: 5)
+        let state = try #require(try ask(rig.client, OSCMessage("/cue/state")))
+        #expect(state.arguments == [.string("/cue/state"), .int32(3), .string("interval"), .int32(4), .string("act2"), .int32(6)])
     }
 }

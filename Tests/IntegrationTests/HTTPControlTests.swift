@@ -29,7 +29,7 @@ struct HTTPControlTests {
         let root = try HTTPClient.get(port: rig.httpPort, "/").json()
         #expect(root["FULL_PATH"] as? String == "/")
         let top = try #require(root["CONTENTS"] as? [String: [String: Any]])
-        #expect(Set(top.keys) == ["app", "system", "route", "remote", "duck"])
+        #expect(Set(top.keys) == ["app", "system", "route", "remote", "duck", "scene", "cue"])
         let apps = try #require(top["app"]?["CONTENTS"] as? [String: [String: Any]])
         #expect(Set(apps.keys) == ["register", "music", "nav", "game"])
         let routes = try #require(top["route"]?["CONTENTS"] as? [String: [String: Any]])

@@ -37,10 +37,11 @@ final class OSCRig {
         {"name": "headphones", "ports": ["recorder:phones_1", "recorder:phones_2"], "private": true}
         """
 
+    /// `show`: more top-level fields (`"scenes": …, "cues": …`), comma-separated.
     static func session(port: UInt16, osc extra: String = "", routes: String = defaultRoutes, apps: String = "",
-                        input: [String] = []) -> String {
+                        input: [String] = [], show: String = "") -> String {
         """
-        {
+        {\(show.isEmpty ? "" : "\n  " + show + ",")
           "routes": [
             \(routes)
           ],
@@ -62,7 +63,7 @@ final class OSCRig {
     /// the HTTP server, on a free port of its own; `state`: the state file (`--state`);
     /// `relativeSession`: the daemon runs in the session's folder and is given its name only.
     init(osc extra: String = "", routes: String = OSCRig.defaultRoutes, apps: String = "", input: [String] = [],
-         http: Bool = false, state: URL? = nil, relativeSession: Bool = false) throws {
+         show: String = "", http: Bool = false, state: URL? = nil, relativeSession: Bool = false) throws {
         self.http = http
         self.relativeSession = relativeSession
         statePath = state
@@ -70,7 +71,7 @@ final class OSCRig {
         recorder = try TestClient(name: "recorder", server: server.name, inputs: ["speaker_1", "speaker_2", "phones_1", "phones_2"])
         source = try TestClient(name: "source", server: server.name, outputs: Self.sourceOutputs)
         sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-osc-\(getpid())-\(UUID().uuidString).json")
-        sessionText = { port in OSCRig.session(port: port, osc: extra, routes: routes, apps: apps, input: input) }
+        sessionText = { port in OSCRig.session(port: port, osc: extra, routes: routes, apps: apps, input: input, show: show) }
         stderrFile = sessionFile.appendingPathExtension("log")
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         daemon = Process()
@@ -217,9 +218,9 @@ final class OSCRig {
     }
 
     /// Checks that a recorder input reaches `expected` (`level(_:reaching:)`).
-    func expectLevel(_ channel: Channel, _ expected: Float, within tolerance: Float = 2e-3, _ comment: String = "",
+    func expectLevel(_ channel: Channel, _ expected: Float, within tolerance: Float = 2e-3, timeout: Double = 3, _ comment: String = "",
                      sourceLocation: SourceLocation = #_sourceLocation) {
-        let measured = level(channel, reaching: expected, within: tolerance)
+        let measured = level(channel, reaching: expected, within: tolerance, timeout: timeout)
         #expect(abs(measured - expected) < tolerance, "\(channel) at \(measured), expected \(expected) \(comment)", sourceLocation: sourceLocation)
     }
 

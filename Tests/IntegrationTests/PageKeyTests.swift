@@ -146,7 +146,7 @@ struct PageKeyTests {
                 answers.append("\(answer)")
             }
         }
-        for target in ["/", "/?HOST_INFO", "/ui/", "/ui/index.html", "/ui/app.js", "/ui/style.css", "/app", "/page", "/page/key",
+        for target in ["/", "/?HOST_INFO", "/ui/", "/ui/index.html", "/ui/app.js", "/ui/show.js", "/ui/style.css", "/app", "/page", "/page/key",
                        "/?key", "/nosuch", "/ui/nosuch", "/state?VALUE"] {
             let response = try HTTPClient.get(port: rig.httpPort, target)
             answers.append("\(response.status) \(response.headers) \(response.text)")

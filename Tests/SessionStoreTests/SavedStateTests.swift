@@ -124,6 +124,15 @@ struct SessionSchemaTests {
             "signal": keys(((defs["app"] as? [String: Any])?["properties"] as? [String: Any])?["signal"]),
             "netjack2": keys(top["netjack2"]), "loudness": keys(top["loudness"]),
         ]
+        // The show: scenes as a list or an object with the list; a scene's app, route and ducking;
+        // a cue as an object (or a scene's name).
+        let scene = (defs["scene"] as? [String: Any])?["properties"] as? [String: Any]
+        found["scenes"] = keys((top["scenes"]?["oneOf"] as? [Any])?.dropFirst().first)
+        found["scene"] = keys(defs["scene"])
+        found["sceneApp"] = keys((scene?["apps"] as? [String: Any])?["additionalProperties"])
+        found["sceneRoute"] = keys((scene?["routes"] as? [String: Any])?["additionalProperties"])
+        found["sceneDucking"] = keys(scene?["ducking"])
+        found["cue"] = keys(((top["cues"]?["items"] as? [String: Any])?["oneOf"] as? [Any])?.first)
         // A remote route's fields, one shape per engine.
         let engines = (((defs["route"] as? [String: Any])?["properties"] as? [String: Any])?["remote"] as? [String: Any])?["oneOf"] as? [Any]
         found["remote"] = keys(engines?.first)

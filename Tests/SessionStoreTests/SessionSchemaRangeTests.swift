@@ -35,6 +35,8 @@ struct SessionSchemaRangeTests {
             if node["minimum"] != nil || node["maximum"] != nil || node["enum"] != nil { leaves.append(Leaf(path: path, node: node)) }
             for (key, child) in node["properties"] as? [String: [String: Any]] ?? [:] where !(key == "remote" && path.first == "routes") { walk(child, path + [key]) }
             if let items = node["items"] as? [String: Any] { walk(items, path + ["0"]) }
+            // Of several shapes, the first (scenes as a list, a cue as an object).
+            if let shapes = node["oneOf"] as? [[String: Any]], let first = shapes.first { walk(first, path) }
             if let values = node["additionalProperties"] as? [String: Any] { walk(values, path + ["*"]) }
         }
         walk(schema, [])
@@ -47,7 +49,8 @@ struct SessionSchemaRangeTests {
         ["routes": [["name": "speaker", "ports": ["system:playback_1", "system:playback_2"]],
                     ["name": "stage", "remote": ["engine": "netjack2", "peer": "p"]]],
          "apps": [["name": "a", "category": "playback"], ["name": "b", "category": "playback"]],
-         "ducking": ["rules": [["ducker": "a", "ducked": "b", "level": -10, "target": 10]]]]
+         "ducking": ["rules": [["ducker": "a", "ducked": "b", "level": -10, "target": 10]]],
+         "scenes": [["name": "s"]], "cues": [["scene": "s"]]]
     }
 
     /// `object` with `value` at `path` (objects made on the way; a number is an array's item,
@@ -112,6 +115,7 @@ struct SessionSchemaRangeTests {
             "apps.0.remote.0": RemoteCommand.allCases.map(\.rawValue),
             "apps.0.resume": ResumePolicy.allCases.map(\.rawValue),
             "apps.0.activation": Activation.allCases.map(\.rawValue),
+            "scenes.0.curve": FadeCurve.allCases.map(\.rawValue),
         ]
         let leaves = try Self.leaves().filter { $0.node["enum"] != nil }
         #expect(Set(leaves.map(\.description)) == Set(vocabularies.keys), "every list in the schema is checked")
@@ -137,6 +141,10 @@ struct SessionSchemaRangeTests {
         #expect(ranges["apps.0.signal.hysteresis"] == Limits.signalHysteresis)
         #expect(ranges["apps.0.channels"] == Double(Limits.appChannels.lowerBound)...Double(Limits.appChannels.upperBound))
         #expect(ranges["volumes.apps.*"] == Limits.volume)
+        #expect(ranges["scenes.0.fade"] == Limits.fadeMilliseconds)
+        #expect(ranges["cues.0.wait"] == Limits.cueWaitMilliseconds)
+        #expect(ranges["scenes.0.apps.*.volume"] == Limits.volume && ranges["scenes.0.apps.*.gain"] == Limits.appGain)
+        #expect(ranges["scenes.0.routes.*.gain"] == Limits.systemGain && ranges["scenes.0.ducking.target"] == Limits.duckTarget)
         let defs = try #require(try Self.schema()["$defs"] as? [String: [String: Any]])
         #expect(defs["name"]?["pattern"] as? String == "^[A-Za-z0-9._-]{1,\(Limits.nameBytes)}$", "a name's length is the policy's")
     }

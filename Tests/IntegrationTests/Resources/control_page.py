@@ -9,6 +9,7 @@ line for each:
   ["size", W, H]                 -> {"done": true}
   ["fader", APP, VALUE]          -> {"done": true}        moves APP's fader to VALUE (input, change)
   ["click", CSS]                 -> {"done": true}
+  ["key", NAME]                  -> {"done": true}        presses a key on the page (NAME: "space")
   ["text", CSS]                  -> {"text": "..."}       "" when there is no such element
   ["attr", CSS, NAME]            -> {"value": "..."}      null when there is none
   ["wait_text", CSS, TEXT, S]    -> {"found": bool, "seconds": s}  until the element's text contains
@@ -30,7 +31,9 @@ import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 url = sys.argv[1]
 profile = tempfile.TemporaryDirectory(prefix="duckrouter-chromium-")
@@ -122,6 +125,11 @@ try:
             emit({"done": True})
         elif verb == "click":
             driver.find_element(By.CSS_SELECTOR, request[1]).click()
+            emit({"done": True})
+        elif verb == "key":
+            # Pressed with nothing focused, as a person at the page would (not into a field).
+            driver.execute_script("if (document.activeElement) document.activeElement.blur()")
+            ActionChains(driver).send_keys({"space": Keys.SPACE}[request[1]]).perform()
             emit({"done": True})
         elif verb == "text":
             emit({"text": driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.textContent : ''", request[1])})

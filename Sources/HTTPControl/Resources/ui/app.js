@@ -161,6 +161,9 @@ async function reload() {
   for (const path of readablePaths(tree)) ws.send(JSON.stringify({ COMMAND: "LISTEN", DATA: path }));
   send("/meters", [["f", 20]]);
   send("/rights");
+  // The show comes with /state, and again when a scene or cue moves (show.js).
+  send("/subscribe");
+  send("/state");
   setLink(true, "live");
 }
 
@@ -287,6 +290,7 @@ function settle(path) {
 
 function received(message) {
   if (message.path === "/duckrouter/meter") return meter(message.args);
+  if (receivedShow(message)) return;
   if (message.path === "/error") {
     // Not permitted: the rights may have changed (the key was changed): ask again.
     if (message.args[1] === -5) send("/rights");
