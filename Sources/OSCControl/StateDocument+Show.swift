@@ -14,9 +14,11 @@ extension StateDocument {
         var stored: [String]
         /// The apps and routes no recall touches (the show's own list).
         var safe: [String]
-        /// The scene last recalled (absent: none), and whether its fade still runs.
+        /// The scene last recalled (absent: none), whether its fade still runs, and how long that
+        /// fade takes (ms).
         var scene: String?
         var fading: Bool
+        var fade: Double
         var cues: [CueEntry]
         /// The cue last fired and the cue at the playhead, counting from 1 (absent: none; the
         /// playhead past the last cue).
@@ -29,6 +31,7 @@ extension StateDocument {
             safe = show.safe
             scene = show.currentScene
             fading = show.fading
+            fade = show.fadeMilliseconds
             cues = show.cues.map { CueEntry(scene: $0.scene, continue: $0.continues, wait: $0.wait) }
             cue = show.current.map { $0 + 1 }
             next = show.next < show.cues.count ? show.next + 1 : nil

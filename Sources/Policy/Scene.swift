@@ -116,6 +116,11 @@ public struct Show: Equatable, Sendable {
     public internal(set) var fading = false
     /// Counts recalls, so that the end of a fade a later recall took over is told apart.
     public internal(set) var recallSerial = 0
+    /// Counts moves of the playhead (GO, back, goto, a new list), so that an auto-continue cue
+    /// scheduled before a move, even one away and back, is told apart.
+    public internal(set) var playheadMoves = 0
+    /// How long the fade of the scene last recalled takes, ms.
+    public internal(set) var fadeMilliseconds: Double = 0
 
     public init(scenes: [Scene] = [], safe: [String] = [], cues: [Cue] = []) {
         self.scenes = scenes
@@ -137,13 +142,25 @@ public struct Show: Equatable, Sendable {
     /// Whether the scene of that name is a stored one.
     public func isStored(_ name: String) -> Bool { stored.contains { $0.name == name } }
 
-    /// The stored scenes and the playhead as a state file brings them back.
-    public mutating func restore(stored: [Scene], next: Int?, current: Int?, currentScene: String?) {
+    /// The stored scenes and the playhead as a state file brings them back. `nextScene`: the
+    /// scene of the cue the playhead was on: when the list changed since (a cue put in above
+    /// it), the playhead goes to the cue of that scene nearest to where it was, so the next GO
+    /// fires what it would have.
+    public mutating func restore(stored: [Scene], next: Int?, current: Int?, currentScene: String?, nextScene: String? = nil) {
         self.stored = stored
         if let next { self.next = min(max(next, 0), cues.count) }
+        if let nextScene, self.next >= cues.count || cues[self.next].scene != nextScene {
+            let at = self.next
+            if let nearest = cues.indices.filter({ cues[$0].scene == nextScene }).min(by: { abs($0 - at) < abs($1 - at) }) {
+                self.next = nearest
+            }
+        }
         self.current = current.flatMap { cues.indices.contains($0) ? $0 : nil }
         self.currentScene = currentScene.flatMap { scene($0) == nil ? nil : $0 }
     }
+
+    /// The scene of the cue at the playhead (nil: past the end).
+    public var nextScene: String? { next < cues.count ? cues[next].scene : nil }
 
     mutating func store(_ scene: Scene) {
         if let index = stored.firstIndex(where: { $0.name == scene.name }) {

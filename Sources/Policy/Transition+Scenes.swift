@@ -70,6 +70,7 @@ extension Transition {
         }
         state.show.currentScene = name
         state.show.fading = true
+        state.show.fadeMilliseconds = fade!.milliseconds
         state.show.recallSerial += 1
         save = true
         ordered.append(.notify(.scene(name: name, phase: .began)))
@@ -169,8 +170,10 @@ extension Transition {
         announcePlayhead()
     }
 
-    /// Tells where the playhead is now (every surface showing the list follows it).
+    /// Tells where the playhead is now (every surface showing the list follows it), and counts
+    /// the move.
     mutating func announcePlayhead() {
+        state.show.playheadMoves += 1
         let next = state.show.next
         let cues = state.show.cues
         ordered.append(.notify(.playhead(number: next < cues.count ? next + 1 : 0, scene: next < cues.count ? cues[next].scene : "")))
@@ -198,13 +201,21 @@ extension Transition {
         announcePlayhead()
     }
 
+    /// A new list from the file: the playhead stays on the cue of the same scene where it can
+    /// (the nearest, when cues were put in or taken out), else where the new list has room; every
+    /// surface showing the list is told, as it is of any move.
     mutating func setShow(_ show: Show) {
         var next = state.show
         next.scenes = show.scenes
         next.safe = show.safe
         next.cues = show.cues
-        next.restore(stored: next.stored, next: next.next, current: next.current, currentScene: next.currentScene)
+        let current = state.show.current.map { state.show.cues[$0] }
+        next.restore(stored: next.stored, next: next.next, current: nil, currentScene: next.currentScene, nextScene: state.show.nextScene)
+        // The cue last fired, if the new list still has it where it was.
+        if let current, let index = state.show.current, next.cues.indices.contains(index), next.cues[index] == current { next.current = index }
         guard next != state.show else { return }
         state.show = next
+        save = true
+        announcePlayhead()
     }
 }

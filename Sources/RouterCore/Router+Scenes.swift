@@ -19,25 +19,32 @@ extension Router {
                 lead = max(0, Double(Int32(bitPattern: startFrame &- client.frameTime))) / Double(sampleRate)
             }
             let fadeEnds = lead + milliseconds / 1000
-            queue.asyncAfter(deadline: .now() + fadeEnds) { [weak self] in
-                guard let self, !stopped else { return }
-                do {
-                    _ = try performOnQueue([Change(.sceneFadeDone(recall: recall))])
-                } catch {
-                    logger.error("scene '\(name)': the end of its fade could not be told: \(error)")
-                }
-            }
+            tellFadeDone(name, recall: recall, after: fadeEnds)
             guard let wait = continueAfter else { continue }
-            let playhead = policy.state.show.next
+            let moves = policy.state.show.playheadMoves
             queue.asyncAfter(deadline: .now() + fadeEnds + wait / 1000) { [weak self] in
                 guard let self, !stopped else { return }
                 let show = policy.state.show
-                guard show.recallSerial == recall, show.next == playhead else { return }
+                guard show.recallSerial == recall, show.playheadMoves == moves else { return }
                 do {
                     _ = try performGivingUpHungServer([Change(.cueGo)])
                 } catch {
                     logger.error("the cue after scene '\(name)' did not follow by itself: \(error)")
                 }
+            }
+        }
+    }
+
+    /// Tells the policy the fade is over `seconds` from now; a change refused then (the plan could
+    /// not be built) is tried again a second later, so the scene is never left fading for good.
+    private func tellFadeDone(_ name: String, recall: Int, after seconds: Double) {
+        queue.asyncAfter(deadline: .now() + seconds) { [weak self] in
+            guard let self, !stopped, policy.state.show.recallSerial == recall else { return }
+            do {
+                _ = try performOnQueue([Change(.sceneFadeDone(recall: recall))])
+            } catch {
+                logger.warning("scene '\(name)': the end of its fade could not be told yet (\(error)); trying again in 1 s")
+                tellFadeDone(name, recall: recall, after: 1)
             }
         }
     }

@@ -31,7 +31,7 @@ struct RoutingMatrix {
         for app in apps {
             let delayed = lookaheadFrames > 0 && sessions[app.name]?.configuration.activation == .signal
             let group = loudness?.group(of: app) ?? -1
-            let volume = Self.target(sessions[app.name]?.volume ?? 1, app.volumeChange)
+            let volume = Self.target(sessions[app.name]?.volume ?? 1, app.volumeChange, rampFrames: rampFrames)
             for (port, slot) in zip(app.ports, app.meterSlots) {
                 inputs.append(.init(port: port.handle, meterSlot: slot, watch: watches[app.name] ?? -1, delayed: delayed, tapGroup: group,
                                     volume: volume))
@@ -69,7 +69,7 @@ struct RoutingMatrix {
                 }
                 outputs.append(.init(port: port.handle, meterSlot: route.meterSlots[k], feeds: feeds,
                                      delayed: lookaheadFrames > 0 && route.lookahead > 0, tapGroup: loudness?.group(of: route) ?? -1,
-                                     volume: Self.target(route.gain, route.volumeChange)))
+                                     volume: Self.target(route.gain, route.volumeChange, rampFrames: rampFrames)))
             }
         }
         for app in apps where !app.capturePorts.isEmpty {
@@ -81,9 +81,11 @@ struct RoutingMatrix {
         }
     }
 
-    /// A volume stage's target: where the volume is, moving as its latest change says.
-    static func target(_ gain: Float, _ change: StageChange) -> VolumeTarget {
-        VolumeTarget(gain: gain, rampFrames: change.rampFrames, curve: change.curve, serial: change.serial)
+    /// A volume stage's target: where the volume is, moving as its latest change says. Before
+    /// any change (serial 0: an app or route just added) the fast fade: a stage that goes on from
+    /// an earlier owner of its port (an app that takes back its ports) must not step.
+    static func target(_ gain: Float, _ change: StageChange, rampFrames: Int32) -> VolumeTarget {
+        VolumeTarget(gain: gain, rampFrames: change.serial == 0 ? rampFrames : change.rampFrames, curve: change.curve, serial: change.serial)
     }
 
     private static func defaultMap(_ cache: inout [Int: [[ChannelMap.Feed]]], _ appChannels: Int, _ routeChannels: Int) -> [[ChannelMap.Feed]] {

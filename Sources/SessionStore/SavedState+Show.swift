@@ -6,15 +6,19 @@ extension SavedState {
     public struct Show: Codable, Equatable, Sendable {
         /// Scenes stored with `/scene/store`, in the order first stored.
         public var scenes: [Scene] = []
-        /// The playhead (the cue the next GO fires) and the cue last fired, counting from 1.
-        public var next: Int
+        /// The playhead (the cue the next GO fires) and the cue last fired, counting from 1, and
+        /// the scene of the cue at the playhead (so a list changed since finds its place again).
+        /// Each may be missing in a hand-edited file: the list's start, none.
+        public var next: Int?
         public var current: Int?
+        public var nextScene: String?
         /// The scene last recalled.
         public var scene: String?
 
         public init(_ show: Policy.Show) {
             scenes = show.stored.map(Scene.init)
             next = show.next + 1
+            nextScene = show.nextScene
             current = show.current.map { $0 + 1 }
             scene = show.currentScene
         }
@@ -37,8 +41,9 @@ extension SavedState {
         }
 
         public var name: String
-        public var fade: Double
-        public var curve: String
+        /// Written always; missing (a scene pasted in the session file's form): 0, `fader`.
+        public var fade: Double?
+        public var curve: String?
         public var apps: [String: Level]?
         public var routes: [String: Level]?
         /// The route it selects; `followGraph` true: none, the graph decides.
@@ -83,7 +88,8 @@ extension SavedState {
         /// left out, and said in `notes`, as is a value out of range (a hand-edited file).
         func scene(routes: [Session.Route], notes: inout [String]) -> Policy.Scene? {
             let routeNames = routes.map(\.name)
-            guard Policy.Scene.nameProblem(name) == nil, let curve = FadeCurve(rawValue: curve),
+            let fade = self.fade ?? 0
+            guard Policy.Scene.nameProblem(name) == nil, let curve = FadeCurve(rawValue: curve ?? FadeCurve.fader.rawValue),
                   fade.isFinite, Limits.fadeMilliseconds.contains(fade) else {
                 notes.append("stored scene '\(name)': unreadable, left out")
                 return nil
@@ -150,8 +156,13 @@ extension Session {
             guard !stored.contains(where: { $0.name == restored.name }) else { continue }
             stored.append(restored)
         }
-        show.restore(stored: stored, next: saved.next - 1, current: saved.current.map { $0 - 1 }, currentScene: saved.scene)
-        if saved.next - 1 > show.cues.count { notes.append("the cue list is shorter than it was: the playhead is at its end") }
+        let next = (saved.next ?? 1) - 1
+        show.restore(stored: stored, next: next, current: saved.current.map { $0 - 1 }, currentScene: saved.scene, nextScene: saved.nextScene)
+        if let scene = saved.nextScene, show.nextScene != scene {
+            notes.append("the cue list has no cue of scene '\(scene)' now: the playhead is at cue \(show.next + 1)")
+        } else if saved.nextScene == nil, next > show.cues.count {
+            notes.append("the cue list is shorter than it was: the playhead is at its end")
+        }
         return show
     }
 }

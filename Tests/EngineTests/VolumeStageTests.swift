@@ -151,6 +151,35 @@ struct VolumeStageTests {
         #expect(throws: MixPlanError.volumeNotFinite(meterSlot: 2)) { try engine.publish(MixPlanDescription(inputs: [input], outputs: [output])) }
     }
 
+    @Test("a slot whose port changes starts at its target at once; a plan scheduled inside a cycle starts its fade on that sample")
+    func newPortAndSplitCycle() throws {
+        let engine = Engine(portBuffer: Self.directBuffers)
+        let buffers = EngineTests.Buffers()
+        let a = buffers.make(128, 1), b = buffers.make(128, 1), out = buffers.make(128)
+        func plan(_ port: UnsafeMutablePointer<Float>, gain: Float, ramp: Int32, serial: UInt32) -> MixPlanDescription {
+            var input = MixPlanDescription.Input(port: PortHandle(port), meterSlot: 0)
+            input.volume = VolumeTarget(gain: gain, rampFrames: ramp, serial: serial)
+            return MixPlanDescription(inputs: [input], outputs: [.init(port: PortHandle(out), meterSlot: 0, contributions: [
+                MixContribution(input: 0, gainSlot: 0, target: 1, rampFrames: 1)])])
+        }
+        try engine.publish(plan(a, gain: 0.25, ramp: 1, serial: 1))
+        engine.runCycle(frames: 128)
+        #expect(out[127] == 0.25)
+        // Another port on slot 0 (the slot passed to another app, whose cells are new): at its
+        // target from the first sample, whatever ramp it asked for.
+        try engine.publish(plan(b, gain: 0.5, ramp: 10000, serial: 2))
+        engine.runCycle(frames: 128)
+        #expect(out[0] == 0.5 && out[127] == 0.5)
+        // Scheduled at sample 64 of the next cycle: 64 samples at 0.5, then the fade, on its frame.
+        var scheduled = plan(b, gain: 0, ramp: 64, serial: 3)
+        scheduled.startFrame = 256 + 64
+        try engine.publish(scheduled)
+        engine.runCycle(frames: 128)
+        #expect((0..<64).allSatisfy { out[$0] == 0.5 })
+        #expect(abs(out[64] - 0.5 * 63 / 64) < 1e-6 && out[127] == 0, "\(out[64]) \(out[127])")
+        #expect(engine.volumeState(input: 0).current == 0 && !engine.volumeState(input: 0).isRamping)
+    }
+
     @Test("an input read twice (delayed and at once, while a look-ahead route crossfades) moves its stage once per cycle, and both paths hear the same gain")
     func readTwice() throws {
         let engine = Engine(portBuffer: Self.directBuffers)

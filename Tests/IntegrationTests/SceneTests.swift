@@ -77,7 +77,7 @@ struct ShowTests {
                 if !(abs(Self.dB(end, 0.5) - (-18.06)) < 0.1) { problems.append("at the end: \(Self.dB(end, 0.5)) dB") }
                 // The steepest any of these curves gets is under twice the average slope (0.4375 over
                 // 96,000 samples): a step would be the whole 0.44 at once.
-                let step = Self.largestStep(take, from: start.index)
+                let step = Self.largestStep(take, from: max(start.index - 1, 0))
                 if !(step < 2 * 0.4375 / 96000) { problems.append("largest step \(step)") }
             } else {
                 problems.append("the fade never began, or the recorder missed its midpoint or end")
@@ -120,8 +120,8 @@ struct ShowTests {
         rig.play(game: 0.5)
         rig.expectLevel(.speaker1, 0.5)
         #expect(try rig.query("/scene/recall", [.string("quiet")])?.path == "/reply")
-        Thread.sleep(forTimeInterval: 1.2)   // its fade is over; the game was not in it
-        rig.expectLevel(.speaker1, 0.5, within: 1e-4, "the recall-safe game kept its volume")
+        try waitFor("quiet's fade to be over", timeout: 5) { (try? rig.query("/scene/current"))??.arguments.last == .int32(0) }
+        rig.expectSteady(.speaker1, 0.5, within: 1e-4, "the recall-safe game kept its volume")
         #expect(try rig.query("/app/game/volume")?.arguments.last == .float(1))
         rig.play(music: 0.5)
         #expect(try rig.query("/scene/recall", [.string("full")])?.path == "/reply")
@@ -172,8 +172,10 @@ struct ShowTests {
             if let start = Self.start(of: take, leaving: 0.5) {
                 let error = Int(Int32(bitPattern: start.frame &- expectedFrame)) - Int(drift * Double(Self.rate))
                 if abs(error) > 256 { problems.append("the fade began at frame \(start.frame), expected \(expectedFrame): \(error) frames off") }
+                // Its first sample is a ramp's first step, not a jump (the fader curve from 1.0
+                // to 0.5 over 2 s moves by 8e-6 a sample here).
                 let samples = take.channels[OSCRig.Channel.speaker1.rawValue]
-                if start.index > 0 && abs(samples[start.index - 1] - 0.5) > 1e-4 { problems.append("the sample before is \(samples[start.index - 1])") }
+                if abs(samples[start.index] - 0.5) > 1e-3 { problems.append("the first sample of the fade is \(samples[start.index])") }
             } else {
                 problems.append("the fade never began")
             }
@@ -221,18 +223,23 @@ struct ShowTests {
         #expect(try ask(again, OSCMessage("/cue/back"))?.arguments == [.string("/cue/back"), .int32(1), .string("half")])
         #expect(try ask(again, OSCMessage("/cue/goto", [.string("lift")]))?.arguments == [.string("/cue/goto"), .int32(3), .string("lift")])
         #expect(try ask(again, OSCMessage("/cue/goto", [.int32(2)]))?.arguments == [.string("/cue/goto"), .int32(2), .string("full")])
-        rig.expectLevel(.speaker1, 0.5 * 0.125, within: 1e-4, "nothing recalled")
+        rig.expectSteady(.speaker1, 0.5 * 0.125, within: 1e-4, "nothing recalled")
 
         // GO: full; GO: lift (200 ms), which goes on by itself to half 300 ms after its fade.
         let watcher = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
         #expect(try ask(watcher, OSCMessage("/subscribe"))?.path == "/reply")
         #expect(try ask(again, OSCMessage("/cue/go"))?.arguments == [.string("/cue/go"), .int32(2), .string("full")])
         rig.expectLevel(.speaker1, 0.5)
+        let liftAt = Date()
         #expect(try ask(again, OSCMessage("/cue/go"))?.arguments == [.string("/cue/go"), .int32(3), .string("lift")])
         let lift = Decibels.linear(sliderPosition: 0.8)
         rig.expectLevel(.speaker1, 0.5 * lift, within: 1e-4, "lift heard")
         let fired = try watcher.receive(timeout: 5) { $0.path == "/duckrouter/cue" && $0.arguments.first == .int32(4) }
+        let after = Date().timeIntervalSince(liftAt)
         #expect(fired?.arguments == [.int32(4), .string("half")], "the cue after lift fired by itself")
+        // lift's fade (200 ms), then its wait (300 ms), counted from when the router took the GO
+        // (after liftAt): never sooner.
+        #expect(after >= 0.5 && after < 3, "the next cue followed \(after) s after lift")
         rig.expectLevel(.speaker1, 0.5 * 0.125, within: 1e-4, timeout: 5, "and half is heard")
         let done = try watcher.receive(timeout: 5) { $0.path == "/duckrouter/scene" && $0.arguments == [.string("half"), .string("done")] }
         #expect(done != nil, "half's fade was said to be done")
@@ -326,15 +333,28 @@ struct ShowTests {
         rig.expectLevel(.speaker1, 0.5 * Decibels.linear(sliderPosition: 0.8), within: 1e-4, "the lift button")
         #expect(browser.call(["wait_attr", "[data-scene=lift]", "aria-pressed", "true", 3])?["found"] as? Bool == true)
 
-        // The space bar is GO: cue 2, full.
+        // Back, then the space bar with Back focused (clicked last): the space is GO, cue 1 (half)
+        // heard; Back does not take it too (it would only step back, and nothing would be heard).
+        _ = browser.call(["click", "#cue-back"])
+        #expect(browser.call(["wait_text", "#cue-next", "1 · half", 3])?["found"] as? Bool == true)
+        #expect(browser.call(["focused"])?["selector"] as? String == "#cue-back")
         _ = browser.call(["key", "space"])
-        rig.expectLevel(.speaker1, 0.5, within: 1e-4, "space: full")
-        #expect(browser.call(["wait_text", "#cue-current", "2 · full", 3])?["found"] as? Bool == true)
+        rig.expectLevel(.speaker1, 0.5 * 0.125, within: 1e-4, timeout: 5, "space: half")
+        #expect(browser.call(["wait_text", "#cue-next", "2 · full", 3])?["found"] as? Bool == true)
 
         // A cue's button moves the playhead and recalls nothing.
         _ = browser.call(["click", "#cue-list li[data-cue='4'] button"])
         #expect(browser.call(["wait_text", "#cue-next", "4 · half", 3])?["found"] as? Bool == true)
+        rig.expectSteady(.speaker1, 0.5 * 0.125, within: 1e-4)
+
+        // A double click on GO fires one cue: 2 (full), not 3 (lift) after it.
+        _ = browser.call(["click", "#cue-list li[data-cue='2'] button"])
+        #expect(browser.call(["wait_text", "#cue-next", "2 · full", 3])?["found"] as? Bool == true)
+        _ = browser.call(["double_click", "#go"])
+        rig.expectLevel(.speaker1, 0.5, within: 1e-4, timeout: 5, "GO: full")
+        #expect(browser.call(["wait_text", "#cue-next", "3 · lift", 3])?["found"] as? Bool == true)
         rig.expectSteady(.speaker1, 0.5, within: 1e-4)
+        #expect(try rig.query("/cue/state")?.arguments.prefix(3) == [.string("/cue/state"), .int32(2), .string("full")], "one cue fired")
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("duckrouter-show-page")
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

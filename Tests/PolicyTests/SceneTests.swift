@@ -144,8 +144,12 @@ struct SceneTests {
         let before = policy.state
         #expect(throws: PolicyError(.unknownScene, "no scene named 'ghost'")) { try policy.apply(.recallScene("ghost", fade: nil, curve: nil)) }
         for fade in [Double.nan, -1, .infinity, 600_001] {
-            #expect(throws: PolicyError.self) { try policy.apply(.recallScene("preshow", fade: fade, curve: nil)) }
-            #expect((try? policy.apply(.recallScene("preshow", fade: fade, curve: nil))) == nil)
+            do {
+                try policy.apply(.recallScene("preshow", fade: fade, curve: nil))
+                Issue.record("a fade of \(fade) was taken")
+            } catch {
+                #expect(error.code == .badArgument && error.message.hasPrefix("fade: expected milliseconds from 0 to 600000"), "\(error)")
+            }
         }
         #expect(policy.state == before)
         var empty = makePolicy()
@@ -227,6 +231,23 @@ struct SceneTests {
         #expect(try policy.apply(.sceneFadeDone(recall: 2)) == [.notify(.scene(name: "act1", phase: .done))])
         #expect(!policy.state.show.fading)
         #expect(try policy.apply(.sceneFadeDone(recall: 2)).isEmpty, "once")
+    }
+
+    @Test("a new list keeps the playhead on the cue of the same scene (the nearest, when cues were put in above it), tells every surface, and any move cancels what a continuing cue scheduled")
+    func playheadFollowsItsScene() throws {
+        var policy = try Self.policy()
+        _ = try policy.apply(.cueGo)                       // preshow; the playhead on act1 (cue 2)
+        let moves = policy.state.show.playheadMoves
+        var show = policy.state.show
+        show.cues.insert(Cue(scene: "safe-test"), at: 0)   // a cue put in above it
+        let effects = try policy.apply(.setShow(show))
+        #expect(policy.state.show.next == 2 && policy.state.show.nextScene == "act1", "still act1, now cue 3")
+        #expect(effects.contains(.notify(.playhead(number: 3, scene: "act1"))) && effects.contains(.save))
+        #expect(policy.state.show.current == nil, "the cue fired last is not where it was")
+        // Away and back is a move all the same.
+        try policy.apply(.cueBack)
+        try policy.apply(.cueGoto(.number(3)))
+        #expect(policy.state.show.next == 2 && policy.state.show.playheadMoves == moves + 3)
     }
 
     @Test("a new show from the file keeps the stored scenes and the playhead where the list has room")

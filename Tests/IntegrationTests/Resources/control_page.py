@@ -10,6 +10,8 @@ line for each:
   ["fader", APP, VALUE]          -> {"done": true}        moves APP's fader to VALUE (input, change)
   ["click", CSS]                 -> {"done": true}
   ["key", NAME]                  -> {"done": true}        presses a key on the page (NAME: "space")
+  ["double_click", CSS]          -> {"done": true}        two clicks in a row, as a person's double click
+  ["focused"]                    -> {"selector": "..."}   the focused element, as tag#id or [data-x=y]
   ["text", CSS]                  -> {"text": "..."}       "" when there is no such element
   ["attr", CSS, NAME]            -> {"value": "..."}      null when there is none
   ["wait_text", CSS, TEXT, S]    -> {"found": bool, "seconds": s}  until the element's text contains
@@ -127,10 +129,19 @@ try:
             driver.find_element(By.CSS_SELECTOR, request[1]).click()
             emit({"done": True})
         elif verb == "key":
-            # Pressed with nothing focused, as a person at the page would (not into a field).
-            driver.execute_script("if (document.activeElement) document.activeElement.blur()")
+            # Pressed where the keyboard is: on the last control clicked, as a person would.
             ActionChains(driver).send_keys({"space": Keys.SPACE}[request[1]]).perform()
             emit({"done": True})
+        elif verb == "double_click":
+            ActionChains(driver).double_click(driver.find_element(By.CSS_SELECTOR, request[1])).perform()
+            emit({"done": True})
+        elif verb == "focused":
+            emit({"selector": driver.execute_script("""
+                const e = document.activeElement;
+                if (!e || e === document.body) return "body";
+                for (const [name, value] of Object.entries(e.dataset)) return `[data-${name}=${value}]`;
+                return e.id ? `#${e.id}` : e.tagName.toLowerCase();
+            """)})
         elif verb == "text":
             emit({"text": driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.textContent : ''", request[1])})
         elif verb == "attr":

@@ -6,6 +6,7 @@
 
 let show = null;
 let showTimer = null;
+let fadeShown = null;    // the recall whose fade the bar is showing
 
 /** Asks for the show again, once for a burst of notifications. */
 function askShow() {
@@ -31,6 +32,21 @@ function receivedShow(message) {
   return false;
 }
 
+/** What a running fade is doing: a bar that fills over the fade's time from when the page learnt
+ *  of it (a page opened in the middle of a fade shows its whole length from then). */
+function showFade() {
+  const bar = $("fade-bar").firstElementChild;
+  const key = show && show.fading ? `${show.scene}:${show.fade}:${show.cue}` : null;
+  if (key === fadeShown) return;
+  fadeShown = key;
+  bar.style.transition = "none";
+  bar.style.width = key ? "0%" : (show && show.scene ? "100%" : "0%");
+  if (!key) return;
+  void bar.offsetWidth;   // the start, drawn before the transition to the end
+  bar.style.transition = `width ${show.fade}ms linear`;
+  bar.style.width = "100%";
+}
+
 function cueName(number) {
   const cue = show && number ? show.cues[number - 1] : null;
   return cue ? `${number} · ${cue.scene}` : "—";
@@ -42,8 +58,10 @@ function renderShow() {
   const cues = (show && show.cues) || [];
   section.hidden = scenes.length === 0 && cues.length === 0;
   if (section.hidden) return;
-  $("scene-now").textContent = show.scene ? `${show.scene}${show.fading ? " · fading" : ""}` : "";
+  $("scene-now").textContent = show.scene
+    ? `${show.scene}${show.fading ? ` · fading over ${Math.round(show.fade / 100) / 10} s` : ""}` : "";
   section.dataset.fading = show.fading ? "yes" : "no";
+  showFade();
   $("cue-current").textContent = cueName(show.cue);
   $("cue-next").textContent = cueName(show.next);
   const go = $("go");
@@ -76,13 +94,29 @@ function renderShow() {
   }));
 }
 
-$("go").onclick = () => send("/cue/go");
+// GO, once: a second GO within a quarter of a second (a double click, a bounced key) is taken
+// for the first one, not the next cue.
+let lastGo = 0;
+function go() {
+  const now = performance.now();
+  if ($("go").disabled || now - lastGo < 250) return;
+  lastGo = now;
+  send("/cue/go");
+}
+
+$("go").onclick = go;
 $("cue-back").onclick = () => send("/cue/back");
-// The space bar is GO, unless a field or a control has the keyboard (a slider, a number).
+// The space bar is GO wherever the keyboard is, but in a field one types into. A focused button
+// (the last one clicked) would otherwise take the space as a click of its own, on key up: both
+// are kept from it.
+function typing(target) {
+  return target instanceof HTMLElement && target.matches("textarea, select, input:not([type=range]):not([type=checkbox]):not([type=button])");
+}
 document.addEventListener("keydown", (event) => {
-  if (event.code !== "Space" || event.repeat || event.ctrlKey || event.altKey || event.metaKey) return;
-  const target = event.target;
-  if (target && target !== document.body && target.closest("input, textarea, select, button")) return;
+  if (event.code !== "Space" || event.ctrlKey || event.altKey || event.metaKey || typing(event.target)) return;
   event.preventDefault();
-  if (!$("go").disabled) send("/cue/go");
-});
+  if (!event.repeat) go();
+}, true);
+document.addEventListener("keyup", (event) => {
+  if (event.code === "Space" && !typing(event.target)) event.preventDefault();
+}, true);
