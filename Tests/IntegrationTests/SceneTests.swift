@@ -36,10 +36,22 @@ struct ShowTests {
     }
 
     /// Where a take leaves `level` (the fade's first sample), as a sample index and a JACK frame.
+    /// A whole cycle of exact silence amid the level is a late graph on PipeWire, which it reports
+    /// to no one (`Recording.lateGraphCycles`): no sample of the fade's.
     static func start(of take: Recording, leaving level: Float) -> (index: Int, frame: UInt32)? {
         let samples = take.channels[OSCRig.Channel.speaker1.rawValue]
-        guard let index = samples.firstIndex(where: { abs($0 - level) > level * 2e-4 }), let frame = take.frameTime(at: index) else { return nil }
+        let late = take.lateGraphCycles(channel: OSCRig.Channel.speaker1.rawValue)
+        guard let index = samples.indices.first(where: { i in abs(samples[i] - level) > level * 2e-4 && !late.contains { $0.contains(i) } }),
+              let frame = take.frameTime(at: index) else { return nil }
         return (index, frame)
+    }
+
+    /// What spoils a take, whatever the fade did: cycles the router or the recorder missed, and
+    /// cycles PipeWire's late graph left silent.
+    static func spoilers(_ take: Recording, routerMissed: Int) -> (count: Int, what: String) {
+        let late = take.lateGraphCycles(channel: OSCRig.Channel.speaker1.rawValue).count
+        return (routerMissed + take.gaps.count + late,
+                "\(routerMissed) cycles the router missed, \(take.gaps.count) the recorder missed, \(late) late-graph silent cycles")
     }
 
     /// The sample heard `seconds` of JACK frames after `frame` (nil: the recorder missed it).
@@ -82,8 +94,8 @@ struct ShowTests {
             } else {
                 problems.append("the fade never began, or the recorder missed its midpoint or end")
             }
-            let what = "\(missed) cycles the router missed, \(take.gaps.count) the recorder missed"
-            if !problems.isEmpty && missed + take.gaps.count > 0 && attempt < 3 {
+            let (spoilers, what) = Self.spoilers(take, routerMissed: missed)
+            if !problems.isEmpty && spoilers > 0 && attempt < 3 {
                 spoiled.append("\(what): \(problems.joined(separator: "; "))")
                 continue
             }
@@ -98,15 +110,18 @@ struct ShowTests {
     static func largestStep(_ take: Recording, from start: Int) -> Float {
         let samples = take.channels[OSCRig.Channel.speaker1.rawValue]
         let cycles = take.cycleStarts
+        let late = take.lateGraphCycles(channel: OSCRig.Channel.speaker1.rawValue)
+        func heard(_ i: Int) -> Bool { !late.contains { $0.contains(i) } }
         var largest: Float = 0
         for (c, cycle) in cycles.enumerated() {
             let end = c + 1 < cycles.count ? cycles[c + 1].index : samples.count
             var i = max(cycle.index, start)
             while i + 1 < end {
-                largest = max(largest, abs(samples[i + 1] - samples[i]))
+                if heard(i) && heard(i + 1) { largest = max(largest, abs(samples[i + 1] - samples[i])) }
                 i += 1
             }
-            if c + 1 < cycles.count, end > start, end - 1 >= cycle.index, cycles[c + 1].frameTime == cycle.frameTime &+ UInt32(end - cycle.index) {
+            if c + 1 < cycles.count, end > start, end - 1 >= cycle.index, cycles[c + 1].frameTime == cycle.frameTime &+ UInt32(end - cycle.index),
+               heard(end - 1), heard(end) {
                 largest = max(largest, abs(samples[end] - samples[end - 1]))
             }
         }
@@ -131,16 +146,33 @@ struct ShowTests {
         // the duck; nav stops, and the music comes back to the scene's level.
         #expect(try rig.query("/app/nav/activate")?.path == "/reply")
         let duck = Decibels.linear(-14)
-        rig.expectLevel(.speaker1, 0.5 * duck, within: 1e-3)
-        let take = try Self.take(rig, seconds: 1.2) {
-            let reply = try rig.query("/scene/recall", [.string("quiet")])
-            #expect(reply?.path == "/reply")
+        var spoiled: [String] = []
+        for attempt in 1...3 {
+            if attempt > 1 { #expect(try rig.query("/scene/recall", [.string("full")])?.path == "/reply") }
+            rig.expectLevel(.speaker1, 0.5 * duck, within: 1e-3)
+            let missedBefore = try rig.xruns()
+            let take = try Self.take(rig, seconds: 1.2) {
+                let reply = try rig.query("/scene/recall", [.string("quiet")])
+                #expect(reply?.path == "/reply")
+            }
+            let missed = try rig.xruns() - missedBefore
+            var problems: [String] = []
+            if let start = Self.start(of: take, leaving: 0.5 * duck),
+               let middle = Self.sample(take, start.frame, after: 0.5), let end = Self.sample(take, start.frame, after: 1.05) {
+                if !(abs(Self.dB(middle, 0.5 * duck) - 20 * log10(0.421875)) < 1.0) { problems.append("the fade under the duck, halfway: \(Self.dB(middle, 0.5 * duck)) dB") }
+                if !(abs(Self.dB(end, 0.5 * duck) - (-18.06)) < 0.1) { problems.append("at its end, still ducked: \(Self.dB(end, 0.5 * duck)) dB") }
+            } else {
+                problems.append("the fade never began, or the recorder missed its midpoint or end")
+            }
+            let (spoilers, what) = Self.spoilers(take, routerMissed: missed)
+            if !problems.isEmpty && spoilers > 0 && attempt < 3 {
+                spoiled.append("\(what): \(problems.joined(separator: "; "))")
+                continue
+            }
+            if !spoiled.isEmpty { print("safeAndDucked: played again after takes with \(spoiled.joined(separator: " / ")); this one \(what)") }
+            #expect(problems.isEmpty, "\(problems.joined(separator: "; ")) (\(what))")
+            break
         }
-        let start = try #require(Self.start(of: take, leaving: 0.5 * duck))
-        let middle = try #require(Self.sample(take, start.frame, after: 0.5))
-        let end = try #require(Self.sample(take, start.frame, after: 1.05))
-        #expect(abs(Self.dB(middle, 0.5 * duck) - 20 * log10(0.421875)) < 1.0, "the fade under the duck, halfway: \(Self.dB(middle, 0.5 * duck)) dB")
-        #expect(abs(Self.dB(end, 0.5 * duck) - (-18.06)) < 0.1, "at its end, still ducked: \(Self.dB(end, 0.5 * duck)) dB")
         #expect(try rig.query("/app/nav/deactivate")?.path == "/reply")
         rig.expectLevel(.speaker1, 0.5 * 0.125, within: 1e-4, "the duck released to the scene's level")
     }
@@ -179,8 +211,8 @@ struct ShowTests {
             } else {
                 problems.append("the fade never began")
             }
-            let what = "\(missed) cycles the router missed, \(take.gaps.count) the recorder missed"
-            if !problems.isEmpty && missed + take.gaps.count > 0 && attempt < 3 {
+            let (spoilers, what) = Self.spoilers(take, routerMissed: missed)
+            if !problems.isEmpty && spoilers > 0 && attempt < 3 {
                 spoiled.append("\(what): \(problems.joined(separator: "; "))")
                 continue
             }
