@@ -71,8 +71,7 @@ struct ShowTests {
         // A take is judged only when no cycle was missed in it, or when it passes anyway: a cycle
         // the router missed is a step in what the recorder hears, whatever the fade did. Such a
         // take is played again, three at most.
-        var spoiled: [String] = []
-        for attempt in 1...3 {
+        try Self.judged("curves") { _ in
             #expect(try rig.query("/scene/recall", [.string("full")])?.path == "/reply")
             rig.expectLevel(.speaker1, 0.5)
             let missedBefore = try rig.xruns()
@@ -94,13 +93,25 @@ struct ShowTests {
             } else {
                 problems.append("the fade never began, or the recorder missed its midpoint or end")
             }
+            return (problems, take, missed)
+        }
+    }
+
+    /// Plays a take (`attempt`: 1, 2, 3) and judges it: its problems, unless cycles missed or
+    /// left silent spoiled it (`spoilers`), when it is played again, three times at most; the
+    /// takes played again are printed.
+    static func judged(_ name: String, sourceLocation: SourceLocation = #_sourceLocation,
+                       _ attempt: (Int) throws -> (problems: [String], take: Recording, routerMissed: Int)) throws {
+        var spoiled: [String] = []
+        for number in 1...3 {
+            let (problems, take, missed) = try attempt(number)
             let (spoilers, what) = Self.spoilers(take, routerMissed: missed)
-            if !problems.isEmpty && spoilers > 0 && attempt < 3 {
+            if !problems.isEmpty && spoilers > 0 && number < 3 {
                 spoiled.append("\(what): \(problems.joined(separator: "; "))")
                 continue
             }
-            if !spoiled.isEmpty { print("curves: played again after takes with \(spoiled.joined(separator: " / ")); this one \(what)") }
-            #expect(problems.isEmpty, "\(problems.joined(separator: "; ")) (\(what))")
+            if !spoiled.isEmpty { print("\(name): played again after takes with \(spoiled.joined(separator: " / ")); this one \(what)") }
+            #expect(problems.isEmpty, "\(problems.joined(separator: "; ")) (\(what))", sourceLocation: sourceLocation)
             return
         }
     }
@@ -146,8 +157,7 @@ struct ShowTests {
         // the duck; nav stops, and the music comes back to the scene's level.
         #expect(try rig.query("/app/nav/activate")?.path == "/reply")
         let duck = Decibels.linear(-14)
-        var spoiled: [String] = []
-        for attempt in 1...3 {
+        try Self.judged("safeAndDucked") { attempt in
             if attempt > 1 { #expect(try rig.query("/scene/recall", [.string("full")])?.path == "/reply") }
             rig.expectLevel(.speaker1, 0.5 * duck, within: 1e-3)
             let missedBefore = try rig.xruns()
@@ -164,14 +174,7 @@ struct ShowTests {
             } else {
                 problems.append("the fade never began, or the recorder missed its midpoint or end")
             }
-            let (spoilers, what) = Self.spoilers(take, routerMissed: missed)
-            if !problems.isEmpty && spoilers > 0 && attempt < 3 {
-                spoiled.append("\(what): \(problems.joined(separator: "; "))")
-                continue
-            }
-            if !spoiled.isEmpty { print("safeAndDucked: played again after takes with \(spoiled.joined(separator: " / ")); this one \(what)") }
-            #expect(problems.isEmpty, "\(problems.joined(separator: "; ")) (\(what))")
-            break
+            return (problems, take, missed)
         }
         #expect(try rig.query("/app/nav/deactivate")?.path == "/reply")
         rig.expectLevel(.speaker1, 0.5 * 0.125, within: 1e-4, "the duck released to the scene's level")
@@ -182,8 +185,7 @@ struct ShowTests {
         let rig = try OSCRig(show: Self.show)
         defer { rig.close() }
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
-        var spoiled: [String] = []
-        for attempt in 1...3 {
+        try Self.judged("timeTagged") { _ in
             #expect(try ask(client, OSCMessage("/scene/recall", [.string("full")]))?.path == "/reply")
             rig.play(music: 0.5)
             rig.expectLevel(.speaker1, 0.5, within: 1e-4)
@@ -211,14 +213,7 @@ struct ShowTests {
             } else {
                 problems.append("the fade never began")
             }
-            let (spoilers, what) = Self.spoilers(take, routerMissed: missed)
-            if !problems.isEmpty && spoilers > 0 && attempt < 3 {
-                spoiled.append("\(what): \(problems.joined(separator: "; "))")
-                continue
-            }
-            if !spoiled.isEmpty { print("timeTagged: played again after takes with \(spoiled.joined(separator: " / ")); this one \(what)") }
-            #expect(problems.isEmpty, "\(problems.joined(separator: "; ")) (\(what))")
-            return
+            return (problems, take, missed)
         }
     }
 
