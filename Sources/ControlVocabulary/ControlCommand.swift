@@ -21,6 +21,8 @@ public enum ControlCommand: Equatable, Sendable {
     /// `/meters/loudness [f Hz] [s url]`: every app's and route's loudness (EBU R 128), up to 10 Hz.
     case loudnessMeters(url: String?, rate: Double)
     case state
+    /// `/timeline [i after]`: the recent events after that number (docs/OSC.md, "/timeline").
+    case timeline(after: Int)
     /// `/ping [token]`: answered with the router's JACK client name, and the token when one was
     /// given (a far router watching this one, which tells its own answers by it; a control
     /// surface's connection light).
@@ -55,7 +57,7 @@ public enum ControlCommand: Equatable, Sendable {
         switch self {
         case let .change(event, _): event.app
         case let .setNotify(app, _): app
-        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .state, .ping, .rights, .page, .rotatePageKey: nil
+        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .state, .timeline, .ping, .rights, .page, .rotatePageKey: nil
         }
     }
 

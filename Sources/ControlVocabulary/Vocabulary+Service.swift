@@ -26,6 +26,13 @@ extension Vocabulary {
                 }),
         PathRow("/state", .none, inNamespace: false, arguments: "—", reply: "s json",
                 "the whole state as JSON", example: [], decode: { _, _ in .state }),
+        PathRow("/timeline", .none, inNamespace: false, arguments: "[i after]", reply: "s json",
+                "what happened lately (activations, interruptions, ducks, routes, scenes, the JACK server, xruns), after that event's number",
+                example: [], decode: { a, _ in
+                    let after = try a.optionalInteger("after (an event's number)") ?? 0
+                    guard after >= 0 else { throw a.refusal("after (an event's number)", "expected 0 or more, got \(after)") }
+                    return .timeline(after: after)
+                }),
         PathRow("/rights", .none, inNamespace: false, arguments: "—", reply: "s `admin`/`owner`, s `osc.admin`/`key`/`osc.allow`",
                 "what the sender may do and why", example: [], decode: { _, _ in .rights }),
         PathRow("/page", .none, inNamespace: false, arguments: "—", reply: "s address, s key file",

@@ -70,6 +70,8 @@ extension ControlServer {
             return try subscribeLoudness(url: url, rate: rate, peer: peer)
         case .state:
             return [.string(stateJSON())]
+        case let .timeline(after):
+            return [.string(timelineJSON(after: after))]
         case let .ping(token):
             return [.string(router.jackClientName())] + (token.map { [.int32(Int32($0))] } ?? [])
         case .rights:

@@ -187,11 +187,17 @@ extension Router {
         }
     }
 
+    /// A notification to apps and surfaces (`onNotification`), and into the timeline.
+    func tell(_ notification: RouterNotification) {
+        timeline.record(notification)
+        onNotification(notification)
+    }
+
     /// What an effect tells the world, once the change stands.
     private func announce(_ effect: PolicyEffect) {
         switch effect {
         case let .notify(notification):
-            onNotification(.policy(measured(notification)))
+            tell(.policy(measured(notification)))
         case .save:
             requestSave()
         default:

@@ -144,7 +144,7 @@ extension Router {
     func notifyXruns() {
         guard let xruns = diagnostics.xrunsToNotify() else { return }
         logger.notice("JACK xruns", metadata: ["new": "\(xruns.new)", "total": "\(xruns.total)"])
-        onNotification(.xruns(total: xruns.total, new: xruns.new))
+        tell(.xruns(total: xruns.total, new: xruns.new))
     }
 
     /// Cycle times and meters the audio thread has handed over: at every tick, and for a reader

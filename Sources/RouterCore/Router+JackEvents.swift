@@ -165,7 +165,7 @@ extension Router {
         for entry in timed.takeAll() {
             do throws(RouterError) { entry.completion(.success(try performOnQueue(entry.changes))) } catch { entry.completion(.failure(error)) }
         }
-        onNotification(.jack(connected: false, reason: reason))
+        tell(.jack(connected: false, reason: reason))
         onServerLost(reason)
     }
 
@@ -195,7 +195,7 @@ extension Router {
             logger.notice("running again on the JACK server", metadata: [
                 "server": "\(resolvedServerName)", "away": "\(away) s",
                 "rate": "\(sampleRate)", "period": "\(bufferSize)", "apps": "\(inventory.apps.count)"])
-            onNotification(.jack(connected: true, reason: "reconnected after \(away) s"))
+            tell(.jack(connected: true, reason: "reconnected after \(away) s"))
             onJackConnection(true)
             // A server lost between the open and the attach woke the queue for an epoch not yet
             // current: its flag is read here rather than at the next tick.

@@ -141,6 +141,8 @@ public final class Router: @unchecked Sendable {
     /// Watches the engine's eventfd that wakes the level timer from its sleep (Router+LevelWatch.swift).
     var levelWakeSource: DispatchSourceRead?
     let onNotification: @Sendable (RouterNotification) -> Void
+    /// What happened lately, for a page opened later (`tell` records each notification).
+    public let timeline = Timeline()
     let onJackConnection: @Sendable (Bool) -> Void
     let onServerLost: @Sendable (String) -> Void
 

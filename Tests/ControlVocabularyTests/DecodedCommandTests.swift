@@ -163,6 +163,8 @@ let decodings: [Decoding] = [
     Decoding("meters 0 stops them", "/meters", [.int32(0)], .meters(url: nil, rate: 0)),
     Decoding("meters to an address", "/meters", [.float(10), .string(udp)], .meters(url: udp, rate: 10)),
     Decoding("state", "/state", [], .state),
+    Decoding("the whole timeline", "/timeline", [], .timeline(after: 0)),
+    Decoding("the timeline after an event", "/timeline", [.int32(42)], .timeline(after: 42)),
     Decoding("ping", "/ping", [], .ping(token: nil)),
     Decoding("ping with a token to echo", "/ping", [.int32(123_456_789)], .ping(token: 123_456_789)),
     Decoding("rights", "/rights", [], .rights),

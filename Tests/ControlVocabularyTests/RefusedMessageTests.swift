@@ -231,6 +231,9 @@ let refusals: [Refusal] = [
     Refusal("meters with three", "/meters", [.float(10), .string("osc.udp://127.0.0.1:9000/"), .int32(1)], .badArgument,
             "too many arguments: 3 given, 2 expected"),
     Refusal("state with an argument", "/state", [.string("pretty")], .badArgument, "too many arguments: 1 given, 0 expected"),
+    Refusal("timeline after a negative number", "/timeline", [.int32(-1)], .badArgument, "argument 1, after (an event's number): expected 0 or more, got -1"),
+    Refusal("timeline after half an event", "/timeline", [.float(1.5)], .badArgument, "argument 1, after (an event's number): expected a whole number, got 1.5"),
+    Refusal("timeline after a word", "/timeline", [.string("all")], .badArgument, "argument 1, after (an event's number): expected a number (i, f, d or h), got type 's'"),
 
     // NaN and infinity: -2 (only -inf dB, silence, on the gain paths is a number).
     Refusal("NaN volume", "/app/music/volume", [.float(.nan)], .badArgument, "argument 1, volume 0..1: expected a finite number, got nan"),

@@ -1,0 +1,148 @@
+import Foundation
+import Policy
+
+/// One thing that happened, as a person at the desk would want it told: when, what kind, about
+/// whom, in words, and the state it changed (docs/OSC.md, "/timeline").
+public struct TimelineEvent: Equatable, Sendable {
+    /// Counts from 1 over the router's run; a reader asks for those after the last it has.
+    public var number: Int
+    /// Wall-clock time, when the router told of it.
+    public var time: Date
+    /// `app` (an app's state: activated, ducked, interrupted, silenced, deactivated),
+    /// `interruption`, `duck` (a duck released or holding again), `route`, `silent`, `remote`,
+    /// `scene`, `cue`, `playhead`, `jack`, `xrun`.
+    public var kind: String
+    /// The app, route or scene it is about ("" for the system).
+    public var subject: String
+    public var text: String
+    /// What it changed, field by field: a value, or "before → after".
+    public var changed: [String: String]
+}
+
+/// The recent events, in a ring: the last `capacity`, oldest first. The control queue records
+/// (every notification the router sends goes through `record`); any thread reads, so a page
+/// opened later sees what happened before it. An app's state is recorded when the state, or who
+/// holds it back and by which rule, changes: not for every gain a loudness duck moves or a
+/// volume a fader sends (volumes are not events here).
+///
+/// Owns: the ring, the counter, and each app's last recorded state. Must not touch: anything of
+/// the router's. Any thread; the lock is held for a copy, never for a call out.
+public final class Timeline: @unchecked Sendable {
+    // @unchecked: every stored var is read and written under `lock` (NSLock, which TSan sees).
+    private let lock = NSLock()
+    private var events: [TimelineEvent] = []
+    private var head = 0
+    private var counted = 0
+    private var lastState: [String: AppRecord] = [:]
+    public let capacity: Int
+
+    private struct AppRecord: Equatable {
+        var state: AppAudioState
+        var by: String?
+        var rule: String?
+    }
+
+    public init(capacity: Int = 256) {
+        self.capacity = max(capacity, 1)
+        events.reserveCapacity(self.capacity)
+    }
+
+    /// Records what a notification tells, if it is an event (control queue).
+    public func record(_ notification: RouterNotification, at time: Date = Date()) {
+        lock.withLock {
+            guard let (kind, subject, text, changed) = describe(notification) else { return }
+            counted += 1
+            let event = TimelineEvent(number: counted, time: time, kind: kind, subject: subject, text: text, changed: changed)
+            if events.count < capacity {
+                events.append(event)
+            } else {
+                events[head] = event
+                head = (head + 1) % capacity
+            }
+        }
+    }
+
+    /// The events after `number` still in the ring, oldest first, and the newest number (0: none
+    /// yet). Asking with a number older than the ring's oldest gives every event it holds.
+    public func events(after number: Int) -> (events: [TimelineEvent], newest: Int) {
+        lock.withLock {
+            let ordered = Array(events[head...] + events[..<head])
+            return (ordered.filter { $0.number > number }, counted)
+        }
+    }
+
+    // MARK: - In words
+
+    private func describe(_ notification: RouterNotification) -> (String, String, String, [String: String])? {
+        switch notification {
+        case let .jack(connected, reason):
+            return ("jack", "", connected ? "JACK server back: \(reason)" : "JACK server lost: \(reason)",
+                    ["jack": connected ? "disconnected → connected" : "connected → disconnected", "reason": reason])
+        case let .xruns(total, new):
+            return ("xrun", "", new == 1 ? "an xrun (\(total) since start)" : "\(new) xruns (\(total) since start)",
+                    ["xruns": "\(total)", "new": "\(new)"])
+        case let .policy(notification):
+            return describe(notification)
+        }
+    }
+
+    private func describe(_ notification: PolicyNotification) -> (String, String, String, [String: String])? {
+        switch notification {
+        case let .appState(app, state, gain, reason, held):
+            let record = AppRecord(state: state, by: held?.by, rule: held?.rule)
+            let before = lastState[app]
+            guard before != record else { return nil }
+            lastState[app] = record
+            // Apps come and go by name: what is kept of those gone stays bounded.
+            if lastState.count > 4096 { lastState = lastState.filter { $0.value.state != .inactive } }
+            if state == .inactive, before == nil { return nil }
+            var changed = ["state": before.map { "\($0.state.rawValue) → \(state.rawValue)" } ?? state.rawValue,
+                           "gainDb": Self.decibels(gain)]
+            if let reason { changed["because"] = reason.rawValue }
+            var text = "\(app) \(state.rawValue)"
+            if let held {
+                changed["by"] = held.by
+                changed["rule"] = held.rule
+                if let route = held.route { changed["route"] = route }
+                if let target = held.target { changed["targetLu"] = String(format: "%.1f", target) }
+                text += " by \(held.by) (\(held.rule))"
+                if state == .ducked { text += ", \(Self.decibels(gain)) dB" }
+            } else if let reason, state == .active {
+                text += " (\(reason.rawValue))"
+            }
+            return ("app", app, text, changed)
+        case let .interruption(app, phase, shouldResume, reason):
+            var text = "\(app): interruption \(phase.rawValue)"
+            if reason != .default { text += " (\(reason.rawValue))" }
+            if phase == .ended { text += shouldResume ? ", should resume" : ", should not resume" }
+            return ("interruption", app, text,
+                    ["interruption": phase.rawValue, "reason": reason.rawValue, "shouldResume": shouldResume ? "yes" : "no"])
+        case let .duckReleased(app, released):
+            return ("duck", app, released ? "\(app) silent: ducks no one" : "\(app) sounds again: ducks again",
+                    ["ducking": released ? "holding → released" : "released → holding"])
+        case let .route(reason, route, previous, app):
+            let from = previous.isEmpty ? "none" : previous
+            let to = route.isEmpty ? "none" : route
+            let text = app.map { "\($0): routes \(from) → \(to) (\(reason.rawValue))" } ?? "route \(from) → \(to) (\(reason.rawValue))"
+            return ("route", app ?? to, text, ["route": "\(from) → \(to)", "reason": reason.rawValue])
+        case let .silentSwitch(on):
+            return ("silent", "", on ? "silent switch on" : "silent switch off", ["silent": on ? "off → on" : "on → off"])
+        case let .remote(app, command, value):
+            return ("remote", app, "\(command.rawValue) sent to \(app)\(value.map { String(format: " (%g)", $0) } ?? "")",
+                    ["command": command.rawValue])
+        case let .scene(name, phase):
+            return ("scene", name, phase == .began ? "scene \(name) recalled" : "scene \(name): fade done", ["scene": phase.rawValue])
+        case let .cue(number, scene):
+            return ("cue", scene, "cue \(number) fired: \(scene)", ["cue": "\(number)"])
+        case let .playhead(number, scene):
+            return ("playhead", scene, number == 0 ? "playhead past the last cue" : "playhead on cue \(number): \(scene)",
+                    ["next": "\(number)"])
+        case .systemVolume:
+            return nil
+        }
+    }
+
+    private static func decibels(_ gain: Double) -> String {
+        gain.isFinite && gain > Double(Decibels.floor) ? String(format: "%.1f", gain) : "-inf"
+    }
+}
