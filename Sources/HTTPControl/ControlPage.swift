@@ -1,7 +1,7 @@
 import Foundation
 
-/// The control page's files (docs/HTTP.md, "The control page"): `index.html`, `style.css`,
-/// `app.js`, `show.js`, shipped as the HTTPControl target's resources and read once when the server starts.
+/// The control page's files (docs/HTTP.md, "The control page"): `index.html`, `style.css` and
+/// its scripts, shipped as the HTTPControl target's resources and read once when the server starts.
 ///
 /// Found without `Bundle.module`, which stops the process when its bundle is not where the build
 /// put it: the page is looked for beside the executable (`duckrouter_HTTPControl.resources/ui`,
@@ -22,8 +22,15 @@ struct ControlPage: Sendable {
     static let names: [String: String] = [
         "index.html": "text/html; charset=utf-8",
         "style.css": "text/css; charset=utf-8",
-        "app.js": "text/javascript; charset=utf-8",
+        "osc.js": "text/javascript; charset=utf-8",
+        "fader.js": "text/javascript; charset=utf-8",
+        "meters.js": "text/javascript; charset=utf-8",
+        "strips.js": "text/javascript; charset=utf-8",
+        "routes.js": "text/javascript; charset=utf-8",
+        "timeline.js": "text/javascript; charset=utf-8",
         "show.js": "text/javascript; charset=utf-8",
+        "lock.js": "text/javascript; charset=utf-8",
+        "app.js": "text/javascript; charset=utf-8",
     ]
 
     init(directories: [String]) {

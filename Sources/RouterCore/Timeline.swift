@@ -34,7 +34,13 @@ public final class Timeline: @unchecked Sendable {
     private var head = 0
     private var counted = 0
     private var lastState: [String: AppRecord] = [:]
+    /// Xruns told since the last xrun event, and when that was: a machine in trouble reports them
+    /// every second, which would push everything else out of the ring.
+    private var heldXruns = 0
+    private var lastXruns: Date?
     public let capacity: Int
+    /// At most one xrun event in this many seconds; the xruns between are counted into the next.
+    public static let xrunSpacing: TimeInterval = 10
 
     private struct AppRecord: Equatable {
         var state: AppAudioState
@@ -50,7 +56,7 @@ public final class Timeline: @unchecked Sendable {
     /// Records what a notification tells, if it is an event (control queue).
     public func record(_ notification: RouterNotification, at time: Date = Date()) {
         lock.withLock {
-            guard let (kind, subject, text, changed) = describe(notification) else { return }
+            guard let (kind, subject, text, changed) = describe(notification, at: time) else { return }
             counted += 1
             let event = TimelineEvent(number: counted, time: time, kind: kind, subject: subject, text: text, changed: changed)
             if events.count < capacity {
@@ -73,14 +79,21 @@ public final class Timeline: @unchecked Sendable {
 
     // MARK: - In words
 
-    private func describe(_ notification: RouterNotification) -> (String, String, String, [String: String])? {
+    private func describe(_ notification: RouterNotification, at time: Date) -> (String, String, String, [String: String])? {
         switch notification {
         case let .jack(connected, reason):
             return ("jack", "", connected ? "JACK server back: \(reason)" : "JACK server lost: \(reason)",
                     ["jack": connected ? "disconnected → connected" : "connected → disconnected", "reason": reason])
         case let .xruns(total, new):
-            return ("xrun", "", new == 1 ? "an xrun (\(total) since start)" : "\(new) xruns (\(total) since start)",
-                    ["xruns": "\(total)", "new": "\(new)"])
+            if let last = lastXruns, time.timeIntervalSince(last) < Self.xrunSpacing {
+                heldXruns += new
+                return nil
+            }
+            let count = heldXruns + new
+            heldXruns = 0
+            lastXruns = time
+            return ("xrun", "", count == 1 ? "an xrun (\(total) since start)" : "\(count) xruns (\(total) since start)",
+                    ["xruns": "\(total)", "new": "\(count)"])
         case let .policy(notification):
             return describe(notification)
         }
@@ -106,7 +119,6 @@ public final class Timeline: @unchecked Sendable {
                 if let route = held.route { changed["route"] = route }
                 if let target = held.target { changed["targetLu"] = String(format: "%.1f", target) }
                 text += " by \(held.by) (\(held.rule))"
-                if state == .ducked { text += ", \(Self.decibels(gain)) dB" }
             } else if let reason, state == .active {
                 text += " (\(reason.rawValue))"
             }

@@ -40,7 +40,7 @@ struct ControlPageTests {
         #expect(browser.call(["text", ".strip[data-app=music] .state"])?["text"] as? String == "active")
         // The meters move: music plays, its bar grows from nothing.
         rig.play(music: 0.5)
-        #expect(browser.call(["wait_meter", ".strip[data-app=music] .meter > div", 3])?["found"] as? Bool == true, "music's meter moves")
+        #expect(browser.call(["wait_meter", ".strip[data-app=music] canvas.meter", 3])?["found"] as? Bool == true, "music's meter moves")
 
         // The fader: 0.5 is -18.06 dB (cubic taper), measured at the speaker's sink.
         rig.play(music: 0.5)
@@ -97,7 +97,7 @@ struct ControlPageTests {
         try rig.restart()
         #expect(browser.call(["wait_attr", "body", "data-connected", "yes", 5])?["found"] as? Bool == true)
         #expect(try rig.query("/app/music/volume", [.float(0.25)])?.path == "/reply")
-        #expect(browser.call(["wait_value", ".strip[data-app=music] input[type=range]", "0.25", 2])?["found"] as? Bool == true)
+        #expect(browser.call(["wait_slider", ".strip[data-app=music] [role=slider]", 0.25, 2])?["found"] as? Bool == true)
         let errors = (browser.call(["console"])?["errors"] as? [String] ?? ["no answer"])
             .filter { !$0.contains("WebSocket connection to") && !$0.contains("ERR_CONNECTION_REFUSED") }
         #expect(errors.isEmpty, "\(errors)")

@@ -80,8 +80,8 @@ struct LoudnessDuckingTests {
         let rig: OSCRig
         let meter: TestClient
 
-        init(apps: String = "") throws {
-            rig = try OSCRig(apps: apps)
+        init(apps: String = "", http: Bool = false, show: String = "") throws {
+            rig = try OSCRig(apps: apps, show: show, http: http)
             meter = try TestClient(name: "meter", server: rig.server.name, inputs: ["voice", "speaker_1", "speaker_2", "phones_1", "phones_2"])
             try meter.connect("source:nav", to: "meter:voice")
             for (route, port) in [("speaker_out_1", "speaker_1"), ("speaker_out_2", "speaker_2"),

@@ -18,7 +18,7 @@ struct TimelineTests {
         timeline.record(.policy(.appState(app: "music", state: .active, gainDecibels: 0, reason: .osc)))
         let (events, newest) = timeline.events(after: 0)
         #expect(newest == 3)
-        #expect(events.map(\.text) == ["music active (osc)", "music ducked by nav (pair), -14.0 dB", "music active (osc)"])
+        #expect(events.map(\.text) == ["music active (osc)", "music ducked by nav (pair)", "music active (osc)"])
         #expect(events[1].changed == ["state": "active → ducked", "gainDb": "-14.0", "by": "nav", "rule": "pair", "route": "speaker"])
         #expect(events[2].changed["state"] == "ducked → active")
         #expect(events.map(\.number) == [1, 2, 3])
@@ -33,6 +33,7 @@ struct TimelineTests {
         timeline.record(.jack(connected: false, reason: "server shut down"))
         timeline.record(.jack(connected: true, reason: "reconnected after 1.2 s"))
         timeline.record(.xruns(total: 3, new: 2))
+        timeline.record(.xruns(total: 4, new: 1))
         let events = timeline.events(after: 0).events
         #expect(events.map(\.kind) == ["interruption", "interruption", "route", "jack", "jack", "xrun"])
         #expect(events[1].text == "music: interruption ended, should resume")
@@ -45,12 +46,21 @@ struct TimelineTests {
     @Test("A ring: the last events, oldest first; a reader asks for what came after its last")
     func ring() {
         let timeline = Timeline(capacity: 4)
-        for number in 1...10 { timeline.record(.xruns(total: number, new: 1)) }
+        for number in 1...10 { timeline.record(PolicyNotification.silentSwitch(number % 2 == 1).asNotification) }
         let (all, newest) = timeline.events(after: 0)
         #expect(newest == 10)
         #expect(all.map(\.number) == [7, 8, 9, 10])
         #expect(timeline.events(after: 8).events.map(\.number) == [9, 10])
         #expect(timeline.events(after: 10).events.isEmpty)
+    }
+
+    @Test("Xruns every second make one event in ten seconds, counting those between")
+    func xruns() {
+        let timeline = Timeline()
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        for second in 0..<25 { timeline.record(.xruns(total: 2 * (second + 1), new: 2), at: start + Double(second)) }
+        let events = timeline.events(after: 0).events
+        #expect(events.map(\.text) == ["2 xruns (2 since start)", "20 xruns (22 since start)", "20 xruns (42 since start)"])
     }
 
     @Test("An app first seen inactive is no event, but its next state says what it was")
@@ -64,4 +74,8 @@ struct TimelineTests {
         #expect(events.map(\.changed["state"]) == ["inactive → active", "active → inactive", "inactive → active"])
         #expect(events[1].changed["gainDb"] == "-inf")
     }
+}
+
+private extension PolicyNotification {
+    var asNotification: RouterNotification { .policy(self) }
 }

@@ -1,36 +1,11 @@
 "use strict";
 // The show: the cue list with the cue last fired and the one at the playhead, a GO button (and
 // the space bar), a button per scene, and what the scene last recalled is doing. It is read from
-// /state's settings.show over the page's WebSocket, and read again whenever the router says a
-// scene or a cue moved (the page subscribes to the notifications). docs/HTTP.md, "The control page".
+// /state's settings.show (app.js reads /state again whenever the router says a scene or a cue
+// moved). docs/HTTP.md, "The control page".
 
 let show = null;
-let showTimer = null;
 let fadeShown = null;    // the recall whose fade the bar is showing
-
-/** Asks for the show again, once for a burst of notifications. */
-function askShow() {
-  clearTimeout(showTimer);
-  showTimer = setTimeout(() => send("/state"), 30);
-}
-
-/** The show's part of a message; true when it was one. */
-function receivedShow(message) {
-  if (message.path === "/reply" && message.args[0] === "/state") {
-    try {
-      show = (JSON.parse(message.args[1]).settings || {}).show || null;
-    } catch (error) {
-      show = null;
-    }
-    renderShow();
-    return true;
-  }
-  if (message.path === "/duckrouter/cue" || message.path === "/duckrouter/scene" || message.path === "/duckrouter/playhead") {
-    askShow();
-    return true;
-  }
-  return false;
-}
 
 /** What a running fade is doing: a bar that fills over the fade's time from when the page learnt
  *  of it (a page opened in the middle of a fade shows its whole length from then). */
@@ -52,7 +27,9 @@ function cueName(number) {
   return cue ? `${number} · ${cue.scene}` : "—";
 }
 
-function renderShow() {
+/** The show as /state has it (settings.show; null: none). */
+function renderShow(showState) {
+  show = showState;
   const section = $("show");
   const scenes = (show && show.scenes) || [];
   const cues = (show && show.cues) || [];
@@ -106,17 +83,22 @@ function go() {
 
 $("go").onclick = go;
 $("cue-back").onclick = () => send("/cue/back");
-// The space bar is GO wherever the keyboard is, but in a field one types into. A focused button
+// With a show, the space bar is GO wherever the keyboard is, but in a field one types into. A focused button
 // (the last one clicked) would otherwise take the space as a click of its own, on key up: both
 // are kept from it.
 function typing(target) {
   return target instanceof HTMLElement && target.matches("textarea, select, input:not([type=range]):not([type=checkbox]):not([type=button])");
 }
+// Without a show (no scenes, no cues) the space bar is left to the page: it presses the button
+// that has the focus, as everywhere.
+function spaceIsGo(event) {
+  return event.code === "Space" && !$("show").hidden && !typing(event.target);
+}
 document.addEventListener("keydown", (event) => {
-  if (event.code !== "Space" || event.ctrlKey || event.altKey || event.metaKey || typing(event.target)) return;
+  if (!spaceIsGo(event) || event.ctrlKey || event.altKey || event.metaKey) return;
   event.preventDefault();
   if (!event.repeat) go();
 }, true);
 document.addEventListener("keyup", (event) => {
-  if (event.code === "Space" && !typing(event.target)) event.preventDefault();
+  if (spaceIsGo(event)) event.preventDefault();
 }, true);
