@@ -8,7 +8,7 @@ SESSION  ?= Sessions/default.json
 # zita-njbridge: the router runs its zita-j2n for routes remote over it (docs/NETWORK.md).
 # qrencode: `duckctl page --qr` draws the control page's link with it, for a phone.
 DEBIAN_PACKAGES := jackd2 libjack-jackd2-dev liblo-dev liblo-tools pipewire pipewire-jack libavahi-client-dev zita-njbridge libebur128-dev qrencode
-BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox
+BENCH_PACKAGES  := jack-mixer valgrind gnuplot-nox chromium chromium-driver
 # The control page's tests drive a real browser; the zeroconf test runs its own avahi daemon
 # (on a private D-Bus, in a network namespace of its own) and browses with avahi-browse.
 TEST_PACKAGES   := chromium chromium-driver avahi-daemon avahi-utils dbus iproute2 zsh fish man-db

@@ -5,8 +5,10 @@
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
 # Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
 # and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
-#   BENCH_PARTS chooses what runs (default "kernel denormals volumes router scale process osc websocket loudness pipewire").
+#   BENCH_PARTS chooses what runs (default "kernel denormals volumes router scale process osc websocket loudness page pipewire").
 # loudness: 64 stereo apps into 8 routes with loudness metering off and on (scripts/bench-loudness.sh).
+# page: the control page with 16 metering apps in headless Chromium: its main thread's busy share in
+# Chromium's performance trace, and the router's cost of one page (scripts/bench-page.sh).
 # websocket: the router with 16 active apps, alone and with WS_CLIENTS (default 20) control-page
 # clients on its WebSocket (scripts/ws-listener.py: every value LISTENed, meters at 20 Hz),
 # alternating RUNS times: the router's whole CPU and its process callback's mean / p99 / max
@@ -46,7 +48,7 @@ mkdir -p "$out"
 # dies uncleanly keeps its entry unless a later server takes the same name.
 server="duckbench"
 export JACK_DEFAULT_SERVER=$server
-parts=" ${BENCH_PARTS:-kernel denormals volumes router scale process osc websocket loudness pipewire} "
+parts=" ${BENCH_PARTS:-kernel denormals volumes router scale process osc websocket loudness page pipewire} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
@@ -220,7 +222,7 @@ cpu_per_cycle() {
     python3 -c "print(f'{($b - $a) / 1000 / (($t1 - $t0) * $rate / $period):.2f}')"
 }
 
-if part router || part scale || part process || part osc || part websocket || part loudness; then
+if part router || part scale || part process || part osc || part websocket || part loudness || part page; then
 if ! start_jackd; then
     # "Too many servers already active": JACK's table holds entries of servers that died. The
     # benchmark never deletes JACK's shared memory itself (another program's server may own it).
@@ -536,6 +538,11 @@ fi
 if part loudness; then
 # shellcheck source=scripts/bench-loudness.sh
 source scripts/bench-loudness.sh
+fi
+
+if part page; then
+# shellcheck source=scripts/bench-page.sh
+source scripts/bench-page.sh
 fi
 
 if part pipewire; then

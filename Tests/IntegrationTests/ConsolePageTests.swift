@@ -147,17 +147,22 @@ struct ConsolePageTests {
         _ = browser.call(["quit"])
     }
 
-    @Test("a loudness duck: the strip shows its target and the difference heard now, as /state measures it (within 0.5 LU), and loudness in LUFS per strip and route")
+    @Test("a loudness duck: the strip shows its target and the difference heard now, as /state measures it (within 0.5 LU), and loudness in LUFS per strip and route; the README's pictures, a loudness duck and a level duck at once")
     func loudnessDuck() throws {
-        let stage = try LoudnessDuckingTests.Stage(http: true, show: "\"loudness\": {\"meter\": true}")
+        let synth = #"{"name": "synth", "category": "playback", "options": ["mixWithOthers"], "connect": ["source:extra_[LR]"], "active": true}"#
+        let stage = try LoudnessDuckingTests.Stage(apps: synth, http: true, show: "\"loudness\": {\"meter\": true}")
         defer { stage.close() }
         let rig = stage.rig
         rig.source.setSignal(LoudnessDuckingTests.bed[0], output: 0)
         rig.source.setSignal(LoudnessDuckingTests.bed[1], output: 1)
+        // game and synth under nav at the session's fixed -14 dB, beside music's loudness duck.
+        for (output, seed) in [(3, 0x6A3E1), (4, 0x6A3E2), (5, 0x5E7A1), (6, 0x5E7A2)] as [(Int, UInt64)] {
+            rig.source.setSignal(LoudnessDuckingTests.pinkNoise(seconds: 4, seed: seed).map { $0 * 0.5 }, output: output)
+        }
         let browser = try Self.open(rig)
         #expect(browser.call(["wait_text", ".strip[data-app=music] .lufs", "S −", 5])?["found"] as? Bool == true, "loudness per strip")
         #expect(browser.call(["wait_text", ".route[data-current=yes] .route-lufs", "LUFS", 5])?["found"] as? Bool == true, "loudness per route")
-        try stage.send("/duck/target", [.float(15)])
+        try stage.send("/duck/rule", [.string("nav"), .string("music"), .string(""), .string("target"), .float(15)])
         let onset = Date()
         try stage.send("/app/nav/activate")
         try stage.settle("music", target: 15, since: onset)
@@ -169,11 +174,17 @@ struct ConsolePageTests {
             let measured = try #require(ducks.compactMap { $0["differenceLu"] as? Double }.first)
             let shown = try #require(Double(text.components(separatedBy: "now ").last?.replacingOccurrences(of: " LU", with: "") ?? ""), "\(text)")
             print("ConsolePageTests: loudness duck shown '\(text)', /state differenceLu \(measured)")
-            #expect(text.hasPrefix("15.0 LU under nav"), "\(text)")
+            #expect(text.hasPrefix("15 LU under nav"), "\(text)")
             worst = max(worst, abs(shown - measured))
             Thread.sleep(forTimeInterval: 0.7)
         }
         #expect(worst <= 0.5, "shown and measured differ by \(worst) LU")
+        #expect((browser.call(["text", ".strip[data-app=game] .reduction"])?["text"] as? String ?? "") == "GR −14.0 dB", "game's duck is by level")
+
+        try FileManager.default.createDirectory(at: ControlPageTests.screenshots, withIntermediateDirectories: true)
+        _ = browser.call(["screenshot", ControlPageTests.screenshots.appendingPathComponent("console-1280x800.png").path])
+        _ = browser.call(["size", 390, 844])
+        _ = browser.call(["screenshot", ControlPageTests.screenshots.appendingPathComponent("console-390x844.png").path])
         _ = browser.call(["quit"])
     }
 
@@ -202,7 +213,7 @@ struct ConsolePageTests {
             guard case let .float(volume)? = (try? rig.query("/app/music/volume"))??.arguments.last else { return false }
             return abs(Double(volume) - pow(10, -3.0 / 60)) < 1e-4
         }
-        #expect(browser.call(["attr", Self.fader, "aria-valuetext"])?["value"] as? String == "−3.0 dB")
+        #expect(browser.call(["wait_attr", Self.fader, "aria-valuetext", "−3.0 dB", 2])?["found"] as? Bool == true)
         // A button: Tab to nav's Deactivate and press Enter, then Space.
         #expect(browser.call(["tab_to", ".strip[data-app=nav] .activate", 200])?["found"] as? Bool == true)
         _ = browser.call(["keys", ["enter"]])

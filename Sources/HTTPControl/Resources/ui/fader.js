@@ -63,6 +63,7 @@ class Fader {
     this.pointers = new Map();
     this.pending = null;
     this.awaiting = null;    // the last value a key or a typed level sent, until the router says it
+    this.sent = [];          // the values sent before it meanwhile, whose answers are not shown
     this.lastTap = 0;
 
     const element = document.createElement("div");
@@ -100,7 +101,15 @@ class Fader {
   set(position) {
     if (!Number.isFinite(position)) return;
     this.value = position;
-    if (this.awaiting !== null && Math.abs(position - this.awaiting) < 1e-6) this.awaiting = null;
+    const same = (a, b) => Math.abs(a - b) < 1e-6;
+    if (this.awaiting !== null) {
+      if (same(position, this.awaiting)) {
+        this.awaiting = null;
+        this.sent = [];
+      } else if (this.sent.some((value) => same(value, position))) {
+        return;   // the answer to an earlier step of the person's: the last is on its way
+      }
+    }
     if (!this.held) { this.shown = position; this.draw(); }
   }
 
@@ -219,6 +228,7 @@ class Fader {
     this.held = true;
     this.shown = Math.max(0, Math.min(1, position));
     this.draw();
+    if (this.awaiting !== null) this.sent.push(this.awaiting);
     this.awaiting = Math.fround(this.shown);
     this.sendValue(this.shown);
     this.letGo();
@@ -234,6 +244,7 @@ class Fader {
     this.settle = setTimeout(() => {
       if (this.held) return;
       this.awaiting = null;
+      this.sent = [];
       this.shown = this.value;
       this.draw();
     }, 1000);

@@ -194,8 +194,9 @@ function renderLoudnessTarget(app) {
     return;
   }
   box.hidden = false;
-  const difference = duck.difference !== undefined ? ` · now ${duck.difference.toFixed(1)} LU` : " · measuring";
-  targetText.textContent = `${duck.target.toFixed(1)} LU under ${duck.by}${difference}`;
+  // Two lines: the target, then what is heard now.
+  const difference = duck.difference !== undefined ? `now ${duck.difference.toFixed(1)} LU` : "measuring";
+  targetText.replaceChildren(`${Number(duck.target.toFixed(1))} LU under ${duck.by}`, document.createElement("br"), difference);
   const own = loudness.get(meterKey("app", app));
   const ducker = loudness.get(meterKey("app", duck.by));
   const duckerHeld = held.get(duck.by);
