@@ -1,6 +1,7 @@
 import CSignalScan
 
-/// Per-buffer checks on the process path: peak level, and keeping NaN and Inf out of the mix.
+/// Per-buffer checks on the process path: peak level, sum of squares (RMS), and keeping NaN and
+/// Inf out of the mix.
 public enum SignalGuard {
     /// The peak magnitude of `buffer`, or nil when it holds a NaN or an infinity.
     ///
@@ -36,6 +37,35 @@ public enum SignalGuard {
         public static var chosen: ScanVariant { ScanVariant(rawValue: CSignalScan_chosenVariant()) ?? .baseline }
         /// Whether this CPU runs it.
         public var isSupported: Bool { CSignalScan_supports(rawValue) == 1 }
+    }
+
+    /// The sum of the squares of `buffer`'s samples (finite ones: the engine sanitises first), the
+    /// mean square's numerator for RMS meters. Two accumulators of eight lanes each, so additions
+    /// overlap; summed in Float (a lane adds at most 512 squares of a JACK period: its rounding
+    /// stays below 1e-4 relative, a thousandth of a dB).
+    @_noLocks
+    public static func sumOfSquares(_ buffer: UnsafePointer<Float>, frames: Int) -> Float {
+        typealias Lanes = SIMD8<Float>
+        let raw = UnsafeRawPointer(buffer)
+        var a = Lanes(repeating: 0), b = Lanes(repeating: 0)
+        var i = 0
+        while i &+ 16 <= frames {
+            let x = raw.loadUnaligned(fromByteOffset: i &* 4, as: Lanes.self)
+            let y = raw.loadUnaligned(fromByteOffset: (i &+ 8) &* 4, as: Lanes.self)
+            a = a + x * x
+            b = b + y * y
+            i &+= 16
+        }
+        var sum = (a + b).sum()
+        while i < frames { sum += buffer[i] * buffer[i]; i &+= 1 }
+        return sum
+    }
+
+    /// `sumOfSquares` one sample at a time in Double: the reference the vectorised one is held to.
+    public static func sumOfSquaresReference(_ buffer: UnsafePointer<Float>, frames: Int) -> Double {
+        var sum = 0.0
+        for i in 0..<frames { sum += Double(buffer[i]) * Double(buffer[i]) }
+        return sum
     }
 
     /// Copies `source` to `destination` with every NaN or infinite sample replaced by silence;
