@@ -20,6 +20,8 @@ public enum ControlCommand: Equatable, Sendable {
     case meters(url: String?, rate: Double)
     /// `/meters/loudness [f Hz] [s url]`: every app's and route's loudness (EBU R 128), up to 10 Hz.
     case loudnessMeters(url: String?, rate: Double)
+    /// `/meters/levels [f Hz] [s url]`: every channel's peak and RMS, up to 20 Hz.
+    case levelMeters(url: String?, rate: Double)
     case state
     /// `/ping [token]`: answered with the router's JACK client name, and the token when one was
     /// given (a far router watching this one, which tells its own answers by it; a control
@@ -55,7 +57,7 @@ public enum ControlCommand: Equatable, Sendable {
         switch self {
         case let .change(event, _): event.app
         case let .setNotify(app, _): app
-        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .state, .ping, .rights, .page, .rotatePageKey: nil
+        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .levelMeters, .state, .ping, .rights, .page, .rotatePageKey: nil
         }
     }
 

@@ -1,0 +1,85 @@
+import ControlVocabulary
+import Foundation
+import JackRig
+import OSCTransport
+import Policy
+import Testing
+
+/// `/meters/levels`: every app's and route's peak and RMS per channel, measured by the audio
+/// thread only while someone subscribes, played through real JACK ports.
+@Suite("Level meters: peak and RMS", .serialized)
+struct LevelMeterTests {
+    /// The levels of one meter in one bundle: (peak, RMS) dBFS per channel.
+    typealias Levels = [(peak: Float, rms: Float)]
+
+    /// Each bundle's `/duckrouter/levels` messages by "kind/name".
+    static func levels(in packet: OSCPacket) -> [String: Levels]? {
+        guard case let .bundle(_, elements) = packet else { return nil }
+        var meters: [String: Levels] = [:]
+        for case let .message(m) in elements where m.path == "/duckrouter/levels" {
+            guard case let .string(kind) = m.arguments.first, case let .string(name) = m.arguments.dropFirst().first else { continue }
+            let values = m.arguments.dropFirst(2).compactMap { argument -> Float? in
+                if case let .float(value) = argument { return value } else { return nil }
+            }
+            meters["\(kind)/\(name)"] = stride(from: 0, to: values.count - 1, by: 2).map { (values[$0], values[$0 + 1]) }
+        }
+        return meters
+    }
+
+    @Test("/meters/levels: a sine of amplitude 0.5 reads its peak (-6.02 dBFS) and RMS (-9.03 dBFS) per channel, a silent app -144, at most 20 Hz; 0 stops them")
+    func sineLevels() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        rig.play()
+        // A 1 kHz sine of amplitude 0.5 on both music channels; game silent.
+        let sine = Signals.sine(frequency: 1000, amplitude: 0.5, sampleRate: rig.server.sampleRate)
+        rig.source.setSignal(sine, output: 0)
+        rig.source.setSignal(sine, output: 1)
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        let receiver = try TimestampedReceiver()
+        let url = OSCArgument.string("osc.udp://127.0.0.1:\(receiver.port)/")
+
+        let refused = try ask(client, OSCMessage("/meters/levels", [.float(-1), url]))
+        #expect(refused?.path == "/error" && refused?.arguments.dropFirst().first == .int32(-2), "a negative rate: \(String(describing: refused))")
+        let reply = try ask(client, OSCMessage("/meters/levels", [.float(50), url]))
+        #expect(reply?.path == "/reply" && Array(reply?.arguments.dropFirst() ?? []) == [.float(20), url],
+                "the rate is capped at 20 Hz: \(String(describing: reply))")
+
+        var bundles: [[String: Levels]] = []
+        var arrivals: [Double] = []
+        let start = Date()
+        while Date().timeIntervalSince(start) < 1.5 {
+            guard let (packet, arrival) = receiver.receive(timeout: 0.1), let meters = Self.levels(in: packet) else { continue }
+            bundles.append(meters)
+            arrivals.append(arrival)
+        }
+        print("levels: \(bundles.count) bundles in 1.5 s; music \(bundles.last?["app/music"].map { "\($0)" } ?? "none"), game \(bundles.last?["app/game"].map { "\($0)" } ?? "none")")
+        #expect((20...32).contains(bundles.count), "about 20 a second: \(bundles.count) in 1.5 s")
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+        #expect(gaps.allSatisfy { $0 > 0.025 }, "never faster than 20 Hz: shortest gap \(gaps.min() ?? 0) s")
+        let music = bundles.compactMap { $0["app/music"] }
+        let game = bundles.compactMap { $0["app/game"] }
+        #expect(music.count == bundles.count && game.count == bundles.count, "every bundle names music and game")
+        // A bundle whose whole interval went by without a JACK cycle (under load) may report
+        // silence: at most one of those.
+        let heard = music.filter { $0.count == 2 && $0.allSatisfy { $0.peak > -100 } }
+        #expect(heard.count >= music.count - 1, "music heard in \(heard.count) of \(music.count) bundles")
+        for channels in heard {
+            for (channel, level) in channels.enumerated() {
+                #expect(abs(level.peak - -6.02) < 0.1, "music channel \(channel + 1): peak \(level.peak) dBFS")
+                #expect(abs(level.rms - -9.03) < 0.3, "music channel \(channel + 1): RMS \(level.rms) dBFS")
+            }
+        }
+        #expect(game.allSatisfy { $0.count == 2 && $0.allSatisfy { $0.peak == -144 && $0.rms == -144 } }, "game is silent: \(game)")
+
+        // Rate 0 stops them (a bundle already on its way may still come).
+        let stop = try ask(client, OSCMessage("/meters/levels", [.float(0), url]))
+        #expect(stop?.path == "/reply" && Array(stop?.arguments.dropFirst() ?? []) == [.float(0), url])
+        var after = 0
+        let quiet = Date().addingTimeInterval(0.5)
+        while Date() < quiet {
+            if let (packet, _) = receiver.receive(timeout: max(0, quiet.timeIntervalSinceNow)), case .bundle = packet { after += 1 }
+        }
+        #expect(after <= 1, "\(after) level bundles in the 0.5 s after /meters/levels 0")
+    }
+}
