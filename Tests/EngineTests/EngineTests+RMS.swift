@@ -89,17 +89,27 @@ extension EngineTests {
 
 @Suite("Sum of squares")
 struct SumOfSquaresTests {
-    @Test("the vectorised sum of squares agrees with the scalar reference, from any start and of any length",
-          arguments: [0, 1, 7, 8, 15, 16, 17, 31, 33, 128, 1023, 8192])
+    @Test("every build of the sum of squares (the one used, C's baseline and AVX2, Swift's) agrees with the scalar reference, from any start and of any length",
+          arguments: [0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 39, 40, 128, 1023, 8192])
     func agreesWithReference(frames: Int) {
+        var builds: [(String, (UnsafePointer<Float>, Int) -> Float)] = [
+            ("chosen", { SignalGuard.sumOfSquares($0, frames: $1) }),
+            ("Swift", { SignalGuard.sumOfSquaresSwift($0, frames: $1) }),
+        ]
+        for variant in [SignalGuard.ScanVariant.baseline, .avx2] where variant.isSupported {
+            builds.append(("C \(variant)", { SignalGuard.sumOfSquares($0, frames: $1, variant: variant) }))
+        }
         var rng = SplitMix(seed: UInt64(frames) + 1)
-        let samples = (0..<(frames + 9)).map { _ in rng.nextFloat() * 2 - 1 }
+        // A NaN before the start and after the end: neither is read.
+        let samples: [Float] = [.nan] + (0..<(frames + 8)).map { _ in rng.nextFloat() * 2 - 1 } + [.nan]
         samples.withUnsafeBufferPointer { all in
-            for offset in 0...8 {
+            for offset in 1...9 {
                 let start = all.baseAddress! + offset
                 let expected = SignalGuard.sumOfSquaresReference(start, frames: frames)
-                let got = Double(SignalGuard.sumOfSquares(start, frames: frames))
-                #expect(abs(got - expected) <= 1e-5 * max(expected, 1), "\(frames) frames from \(offset): \(got) vs \(expected)")
+                for (name, build) in builds {
+                    let got = Double(build(start, frames))
+                    #expect(abs(got - expected) <= 1e-5 * max(expected, 1), "\(name): \(frames) frames from \(offset): \(got) vs \(expected)")
+                }
             }
         }
     }
