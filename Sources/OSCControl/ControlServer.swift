@@ -386,6 +386,8 @@ public final class ControlServer: @unchecked Sendable {
         var document = StateDocument(router.status(), owners: owners.mapValues(\.description),
                                      notify: notifyTargets.mapValues(\.url), subscribers: subscribers.map(\.url),
                                      meterSubscribers: meterTargets.map(\.url))
+        document.settings.levelSubscribers = levelTargets.map(\.url)
+        document.engine.measuresRMS = router.measuresRMS
         document.http = httpState.read()
         document.osc = limitsState()
         document.descriptors = StateDocument.Descriptors.now()

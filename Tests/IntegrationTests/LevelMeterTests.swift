@@ -26,7 +26,12 @@ struct LevelMeterTests {
         return meters
     }
 
-    @Test("/meters/levels: a sine of amplitude 0.5 reads its peak (-6.02 dBFS) and RMS (-9.03 dBFS) per channel, a silent app -144, at most 20 Hz; 0 stops them")
+    /// Whether the process thread measures RMS now (`/state` engine `measuresRMS`).
+    static func measuresRMS(_ rig: OSCRig) throws -> Bool? {
+        (try rig.state()["engine"] as? [String: Any])?["measuresRMS"] as? Bool
+    }
+
+    @Test("/meters/levels: a sine of amplitude 0.5 reads its peak (-6.02 dBFS) and RMS (-9.03 dBFS) per channel, a silent app -144, at most 20 Hz; RMS measured only while subscribed; 0 stops them")
     func sineLevels() throws {
         let rig = try OSCRig()
         defer { rig.close() }
@@ -39,11 +44,14 @@ struct LevelMeterTests {
         let receiver = try TimestampedReceiver()
         let url = OSCArgument.string("osc.udp://127.0.0.1:\(receiver.port)/")
 
+        #expect(try Self.measuresRMS(rig) == false, "nobody shows levels: RMS not measured")
         let refused = try ask(client, OSCMessage("/meters/levels", [.float(-1), url]))
         #expect(refused?.path == "/error" && refused?.arguments.dropFirst().first == .int32(-2), "a negative rate: \(String(describing: refused))")
         let reply = try ask(client, OSCMessage("/meters/levels", [.float(50), url]))
         #expect(reply?.path == "/reply" && Array(reply?.arguments.dropFirst() ?? []) == [.float(20), url],
                 "the rate is capped at 20 Hz: \(String(describing: reply))")
+        #expect(try Self.measuresRMS(rig) == true)
+        #expect(try rig.settings()["levelSubscribers"] as? [String] == ["osc.udp://127.0.0.1:\(receiver.port)/"])
 
         var bundles: [[String: Levels]] = []
         var arrivals: [Double] = []
@@ -81,5 +89,7 @@ struct LevelMeterTests {
             if let (packet, _) = receiver.receive(timeout: max(0, quiet.timeIntervalSinceNow)), case .bundle = packet { after += 1 }
         }
         #expect(after <= 1, "\(after) level bundles in the 0.5 s after /meters/levels 0")
+        #expect(try Self.measuresRMS(rig) == false, "the last subscriber gone: RMS no longer measured")
+        #expect((try rig.settings()["levelSubscribers"] as? [String])?.isEmpty == true)
     }
 }
