@@ -92,4 +92,26 @@ struct LevelMeterTests {
         #expect(try Self.measuresRMS(rig) == false, "the last subscriber gone: RMS no longer measured")
         #expect((try rig.settings()["levelSubscribers"] as? [String])?.isEmpty == true)
     }
+
+    /// A connected UDP socket hears of a closed port from the ICMP answer to one send and tells
+    /// the next send only; the subscriber must still be dropped after 8 failures, and with the
+    /// last level subscriber gone RMS is no longer measured.
+    @Test("a meter or level subscriber at a UDP port nobody listens on is dropped after 8 failed sends; RMS is then no longer measured",
+          arguments: [("/meters", "meterSubscribers"), ("/meters/levels", "levelSubscribers")])
+    func deadSubscriberDropped(path: String, listed: String) throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: rig.port))
+        let dead = "osc.udp://127.0.0.1:\(try OSCPorts.free())/"
+        let reply = try ask(client, OSCMessage(path, [.float(20), .string(dead)]))
+        #expect(reply?.path == "/reply")
+        #expect(try rig.settings()[listed] as? [String] == [dead])
+        #expect(try Self.measuresRMS(rig) == (path == "/meters/levels"))
+        // Eight failed sends at 20 Hz take 0.4 s (16 bundles, 0.8 s, if every other one fails);
+        // waited for up to 5 s.
+        let deadline = Date().addingTimeInterval(5)
+        while try rig.settings()[listed] as? [String] != [], Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect((try rig.settings()[listed] as? [String])?.isEmpty == true, "dropped")
+        #expect(try Self.measuresRMS(rig) == false, "no level subscriber left: RMS not measured")
+    }
 }
