@@ -5,9 +5,10 @@ import Synchronization
 ///
 /// The engine owns unmanaged memory that the process callback reads through `processArgument`.
 /// Use it from one thread (the control thread): publish plans, collect the plans the audio thread
-/// has retired. Meters (`collectMeters`) are the exception: any one thread at a time may read
-/// them (the control queue or the OSC server's thread), which RouterCore's `PeakBoard` ensures
-/// with a lock (they touch only the two meter rings and their blocks). Destroy it only after the
+/// has retired. Meters (`collectMeters`, `setMeasuresRMS`) are the exception: any one thread at a
+/// time may use them (the control queue or the OSC server's thread), which RouterCore's
+/// `PeakBoard` ensures with a lock (they touch only the two meter rings, their blocks and the RMS
+/// flag). Destroy it only after the
 /// JACK client has been deactivated.
 public final class Engine {
     /// Capacities fixed at setup, so the process thread never allocates.

@@ -16,7 +16,7 @@ extension ControlServer {
     /// of the clock), so those at one rate are due at the same tick and share one reading and
     /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
     /// meter paths gets its own bundle of those).
-    /// Meter and loudness subscribers are what the ticks are for: the OSC thread wakes for a tick
+    /// Meter, level and loudness subscribers are what the ticks are for: the OSC thread wakes for a tick
     /// only when one is due (at 20 Hz, 20 times a second), and with none it sleeps until a packet
     /// comes (issue 21: an idle router costs next to nothing). A tick when the last subscriber has
     /// gone clears the history.
