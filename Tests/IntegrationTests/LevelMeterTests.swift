@@ -114,4 +114,28 @@ struct LevelMeterTests {
         #expect((try rig.settings()[listed] as? [String])?.isEmpty == true, "dropped")
         #expect(try Self.measuresRMS(rig) == false, "no level subscriber left: RMS not measured")
     }
+
+    @Test("at most 64 addresses subscribe to levels: the 65th is refused (-1) until one stops; a subscriber may change its rate")
+    func boundedSubscribers() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let client = try OSCClient(OSCURL(transport: .tcp, host: "127.0.0.1", port: rig.port))
+        // Sockets that never read: the bundles they get fill their buffers and are dropped there,
+        // and the sends still succeed, so no subscriber is dropped for failing.
+        let receivers = try (0..<65).map { _ in try TimestampedReceiver() }
+        let urls = receivers.map { "osc.udp://127.0.0.1:\($0.port)/" }
+        for url in urls.prefix(64) {
+            let reply = try ask(client, OSCMessage("/meters/levels", [.float(1), .string(url)]))
+            #expect(reply?.path == "/reply", "\(url): \(String(describing: reply))")
+        }
+        let refused = try ask(client, OSCMessage("/meters/levels", [.float(1), .string(urls[64])]))
+        #expect(refused?.path == "/error" && refused?.arguments.dropFirst().first == .int32(-1)
+                && refused?.arguments.last == .string("too many level subscribers (64)"), "\(String(describing: refused))")
+        let changed = try ask(client, OSCMessage("/meters/levels", [.float(5), .string(urls[0])]))
+        #expect(changed?.path == "/reply" && Array(changed?.arguments.dropFirst() ?? []) == [.float(5), .string(urls[0])], "a subscriber changes its rate")
+        _ = try ask(client, OSCMessage("/meters/levels", [.float(0), .string(urls[1])]))
+        let taken = try ask(client, OSCMessage("/meters/levels", [.float(1), .string(urls[64])]))
+        #expect(taken?.path == "/reply", "a place freed: \(String(describing: taken))")
+        #expect((try rig.settings()["levelSubscribers"] as? [String])?.count == 64)
+    }
 }
