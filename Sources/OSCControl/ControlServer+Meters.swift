@@ -16,8 +16,8 @@ extension ControlServer {
     /// of the clock), so those at one rate are due at the same tick and share one reading and
     /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
     /// meter paths gets its own bundle of those).
-    /// Meter, level and loudness subscribers are what the ticks are for: the OSC thread wakes for a tick
-    /// only when one is due (at 20 Hz, 20 times a second), and with none it sleeps until a packet
+    /// Meter, level and loudness subscribers are what the ticks are for: the OSC thread wakes for a
+    /// tick only when one is due (at 20 Hz, 20 times a second), and with none it sleeps until a packet
     /// comes (issue 21: an idle router costs next to nothing). A tick when the last subscriber has
     /// gone clears the history.
     var nextTickWanted: Double? {
@@ -107,7 +107,8 @@ extension ControlServer {
 
     /// Starts sending `target` meters at `rate` Hz.
     func addMeterTarget(_ target: Target, rate: Double) {
-        // The first subscriber (of peaks or levels): drop what the router gathered while nobody listened.
+        // The first subscriber (of peaks or levels): drop what the router gathered while nobody
+        // listened.
         if meterTargets.isEmpty && levelTargets.isEmpty { router.dropPeaks() }
         target.meterRate = rate
         // The first bundle at the first point of the rate's grid at least one interval away, so

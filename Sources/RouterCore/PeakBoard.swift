@@ -10,15 +10,17 @@ import Policy
 /// a second (issue 17).
 ///
 /// Owns: the engine's meter hand-back (its ring has one consumer at a time: every collection is
-/// under the lock) and its RMS switch (`measureRMS`, also under the lock), the latest reading, the peaks since they were last taken, and the layout:
-/// which app and route reads which meter slots, set by the control queue whenever it publishes
-/// (`follow`), so a reading is named as the latest plan names its slots (a meter block the audio
-/// thread filled across a plan change may carry a reused slot's last peak under its new owner's
-/// name, as before the board). Must not touch: anything else of the engine's, or control state.
-/// Any thread; the lock is held for a collection and a copy, never for a call out.
+/// under the lock) and its RMS switch (`measureRMS`, also under the lock), the latest reading, the
+/// peaks since they were last taken, and the layout: which app and route reads which meter slots,
+/// set by the control queue whenever it publishes (`follow`), so a reading is named as the latest
+/// plan names its slots (a meter block the audio thread filled across a plan change may carry a
+/// reused slot's last peak under its new owner's name, as before the board). Must not touch:
+/// anything else of the engine's, or control state. Any thread; the lock is held for a collection
+/// and a copy, never for a call out.
 final class PeakBoard: @unchecked Sendable {
-    // @unchecked: `engine` is used only under `lock` (its meter rings and blocks, nothing else),
-    // and every stored var is read and written under `lock` (NSLock, which TSan sees).
+    // @unchecked: `engine` is used only under `lock` (its meter rings and blocks and its RMS flag,
+    // nothing else), and every stored var is read and written under `lock` (NSLock, which TSan
+    // sees).
     private let lock = NSLock()
     private let engine: Engine
     private var latest: MeterReading?
