@@ -85,6 +85,27 @@ extension EngineTests {
         #expect(merged.squaredFrames == 224)
         #expect(abs(try #require(Self.decibels(merged.inputRMS(0))) - -9.0309) < 0.05)
     }
+
+    @Test("an input's RMS is taken over its sanitised samples before the app's volume, an output's after the route's volume")
+    func rmsWhereMeasured() throws {
+        var configuration = Engine.Configuration()
+        configuration.meterIntervalFrames = 32
+        let engine = Engine(configuration: configuration, portBuffer: Self.directBuffers)
+        let buffers = Buffers()
+        let a = buffers.make(32, 0.5), out = buffers.make(32)
+        a[3] = .nan   // replaced by silence in the copy that is mixed and measured
+        var description = plan(inputs: [a], output: out, gains: [1])
+        description.inputs[0].volume = VolumeTarget(gain: 0.25, rampFrames: 1, serial: 1)
+        description.outputs[0].volume = VolumeTarget(gain: 0.5, rampFrames: 1, serial: 1)
+        try engine.publish(description)
+        engine.setMeasuresRMS(true)
+        engine.runCycle(frames: 32)
+        let reading = try #require(engine.collectMeters())
+        let input = try #require(reading.inputRMS(0)), output = try #require(reading.outputRMS(0))
+        let expected = 0.5 * Float((31.0 / 32.0).squareRoot())
+        #expect(abs(input - expected) < 1e-6, "the app's channel before its volume: \(input)")
+        #expect(abs(output - expected * 0.25 * 0.5) < 1e-6, "what leaves, after both volumes: \(output)")
+    }
 }
 
 @Suite("Sum of squares")
