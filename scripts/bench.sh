@@ -5,7 +5,7 @@
 #   RUNS (default 3) runs of BENCH_SECONDS (default 10) per mixer; the median is reported.
 # Then the OSC control path (oscbench): command latency over OSC_MESSAGES (default 1000) messages
 # and OSC_FLOOD_SECONDS (default 5) of flood per offered rate.
-#   BENCH_PARTS chooses what runs (default "kernel denormals volumes router scale process osc websocket loudness page pipewire").
+#   BENCH_PARTS chooses what runs (default "kernel denormals volumes meters router scale process osc websocket loudness page pipewire").
 # loudness: 64 stereo apps into 8 routes with loudness metering off and on (scripts/bench-loudness.sh).
 # page: the control page with 16 metering apps in headless Chromium: its main thread's busy share in
 # Chromium's performance trace, and the router's cost of one page (scripts/bench-page.sh).
@@ -21,6 +21,8 @@
 # off and on, and the engine's whole cycle (duckbench --denormals; DENORMAL_RUNS, default 21).
 # volumes: the engine's whole cycle with the volume stages idle (the floor), every app and route at a
 # steady volume, and every one fading along each curve (duckbench --volumes; VOLUME_RUNS, default 9).
+# meters: the engine's whole cycle with RMS meters off (the floor) and on, and the per-buffer sum of
+# squares beside the peak scan (duckbench --meters; METER_RUNS, default 9).
 # scale: the process callback's own time per cycle at SCALE_APPS (default "1 16 64 128 256") stereo
 # apps, timed from outside by scripts/proctime.c (LD_PRELOAD) for duckrouter and jack_mix_box alike,
 # beside the C reference and Swift kernels alone (duckbench --per-cycle); SCALE_SECONDS (default 10)
@@ -48,7 +50,7 @@ mkdir -p "$out"
 # dies uncleanly keeps its entry unless a later server takes the same name.
 server="duckbench"
 export JACK_DEFAULT_SERVER=$server
-parts=" ${BENCH_PARTS:-kernel denormals volumes router scale process osc websocket loudness page pipewire} "
+parts=" ${BENCH_PARTS:-kernel denormals volumes meters router scale process osc websocket loudness page pipewire} "
 part() { [[ $parts == *" $1 "* ]]; }
 pids=()
 
@@ -110,6 +112,12 @@ if part volumes; then
 echo "== Volume stages (duckbench --volumes): 128 stereo apps into 4 stereo routes, $period frames"
 .build/release/duckbench --volumes --apps 128 --frames $period --runs "${VOLUME_RUNS:-9}" --cycles 5000 | tee "$out/volumes.txt"
 .build/release/duckbench --volumes --apps 128 --frames $period --runs "${VOLUME_RUNS:-9}" --cycles 5000 --markdown > "$out/volumes.md"
+fi
+
+if part meters; then
+echo "== RMS meters (duckbench --meters): 128 stereo apps into 4 stereo routes, $period frames"
+.build/release/duckbench --meters --apps 128 --frames $period --runs "${METER_RUNS:-9}" --cycles 5000 | tee "$out/meters.txt"
+.build/release/duckbench --meters --apps 128 --frames $period --runs "${METER_RUNS:-9}" --cycles 5000 --markdown > "$out/meters.md"
 fi
 
 # Which server the JACK programs below talk to: jackd, or PipeWire for the pipewire part.

@@ -20,6 +20,8 @@ public enum ControlCommand: Equatable, Sendable {
     case meters(url: String?, rate: Double)
     /// `/meters/loudness [f Hz] [s url]`: every app's and route's loudness (EBU R 128), up to 10 Hz.
     case loudnessMeters(url: String?, rate: Double)
+    /// `/meters/levels [f Hz] [s url]`: every channel's peak and RMS, up to 20 Hz.
+    case levelMeters(url: String?, rate: Double)
     case state
     /// `/timeline [i after]`: the recent events after that number (docs/OSC.md, "/timeline").
     case timeline(after: Int)
@@ -57,7 +59,7 @@ public enum ControlCommand: Equatable, Sendable {
         switch self {
         case let .change(event, _): event.app
         case let .setNotify(app, _): app
-        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .state, .timeline, .ping, .rights, .page, .rotatePageKey: nil
+        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .levelMeters, .state, .timeline, .ping, .rights, .page, .rotatePageKey: nil
         }
     }
 

@@ -14,7 +14,7 @@ extension ControlCommand {
         switch self {
         case let .setNotify(_, url): return [.string(url)]
         case let .change(event, _): return Self.reply(to: event, effects: effects, after: state)
-        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .state, .timeline, .ping, .rights, .page, .rotatePageKey:
+        case .systemVolume, .query, .subscribe, .unsubscribe, .meters, .loudnessMeters, .levelMeters, .state, .timeline, .ping, .rights, .page, .rotatePageKey:
             return []
         }
     }

@@ -24,6 +24,12 @@ extension Vocabulary {
                     guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 10 means 10), got \(rate)") }
                     return .loudnessMeters(url: try a.optionalURL(), rate: min(rate, 10))
                 }),
+        PathRow("/meters/levels", .writeOnly, inNamespace: false, arguments: "[f Hz], [s url]", reply: "f Hz, s url",
+                "peak and RMS meters at up to 20 Hz", example: [.float(0)], decode: { a, _ in
+                    let rate = try a.optionalNumber("rate in Hz") ?? 20
+                    guard rate >= 0 else { throw a.refusal("rate in Hz", "expected 0 (stop) or more (above 20 means 20), got \(rate)") }
+                    return .levelMeters(url: try a.optionalURL(), rate: min(rate, 20))
+                }),
         PathRow("/state", .none, inNamespace: false, arguments: "—", reply: "s json",
                 "the whole state as JSON", example: [], decode: { _, _ in .state }),
         PathRow("/timeline", .none, inNamespace: false, arguments: "[i after]", reply: "s json",

@@ -5,9 +5,10 @@ import Synchronization
 ///
 /// The engine owns unmanaged memory that the process callback reads through `processArgument`.
 /// Use it from one thread (the control thread): publish plans, collect the plans the audio thread
-/// has retired. Meters (`collectMeters`) are the exception: any one thread at a time may read
-/// them (the control queue or the OSC server's thread), which RouterCore's `PeakBoard` ensures
-/// with a lock (they touch only the two meter rings and their blocks). Destroy it only after the
+/// has retired. Meters (`collectMeters`, `setMeasuresRMS`) are the exception: any one thread at a
+/// time may use them (the control queue or the OSC server's thread), which RouterCore's
+/// `PeakBoard` ensures with a lock (they touch only the two meter rings, their blocks and the RMS
+/// flag). Destroy it only after the
 /// JACK client has been deactivated.
 public final class Engine {
     /// Capacities fixed at setup, so the process thread never allocates.
@@ -210,25 +211,38 @@ public final class Engine {
     /// The generation of the plan the audio thread is using (0 before the first).
     public var adoptedPlanGeneration: UInt64 { core.pointee.adoptedGeneration.load(ordering: .acquiring) }
 
-    /// Gathers every finished meter block into one reading (peak over all of them), or nil when the
-    /// audio thread has finished none since the last call.
+    /// Gathers every finished meter block into one reading (peak over all of them, and the squares
+    /// summed over all of them), or nil when the audio thread has finished none since the last call.
     public func collectMeters() -> MeterReading? {
         var reading: MeterReading?
         while let bits = core.pointee.meterFull.pop() {
             let block = UnsafeMutablePointer<MeterBlock>(bitPattern: bits)!
             var r = reading ?? MeterReading(inputs: configuration.maxInputChannels,
                                             outputs: configuration.maxOutputChannels)
-            r.merge(inputs: block.pointee.inputPeaks, outputs: block.pointee.outputPeaks,
-                    frames: block.pointee.frames)
+            r.merge(block.pointee)
             reading = r
             block.pointee.inputPeaks.update(repeating: 0, count: configuration.maxInputChannels)
             block.pointee.outputPeaks.update(repeating: 0, count: configuration.maxOutputChannels)
+            if block.pointee.squaredFrames > 0 {
+                block.pointee.inputSquares.update(repeating: 0, count: configuration.maxInputChannels)
+                block.pointee.outputSquares.update(repeating: 0, count: configuration.maxOutputChannels)
+            }
             block.pointee.frames = 0
+            block.pointee.squaredFrames = 0
             block.pointee.cycles = 0
             _ = core.pointee.meterFree.push(bits)
         }
         return reading
     }
+
+    /// Whether the audio thread sums the squares of every metered channel (RMS meters) from its
+    /// next cycle on; off from the start. Any one thread at a time, as `collectMeters`.
+    public func setMeasuresRMS(_ on: Bool) {
+        core.pointee.measuresRMS.store(on, ordering: .relaxed)
+    }
+
+    /// Whether RMS is measured (`setMeasuresRMS`).
+    public var measuresRMS: Bool { core.pointee.measuresRMS.load(ordering: .relaxed) }
 
     /// Reads the cycle times the audio thread has left since the last call into `processTimes`;
     /// returns how many.
@@ -425,28 +439,57 @@ public final class Engine {
     public func volumeState(output slot: Int32) -> VolumeState { core.pointee.outputVolumes[Int(slot)] }
 }
 
-/// Peak levels per input and output meter slot, linear amplitude.
+/// Peak levels per input and output meter slot, linear amplitude, and while RMS is measured the
+/// sums of their squares.
 public struct MeterReading: Sendable, Equatable {
     public var inputPeaks: [Float]
     public var outputPeaks: [Float]
+    /// The sum of the squares of each slot's samples over `squaredFrames` frames (zeros when RMS
+    /// was not measured).
+    public var inputSquares: [Double]
+    public var outputSquares: [Double]
     public var frames: Int
+    /// The frames the squares were summed over: those measured while RMS was on (0: none).
+    public var squaredFrames: Int
 
     init(inputs: Int, outputs: Int) {
         inputPeaks = Array(repeating: 0, count: inputs)
         outputPeaks = Array(repeating: 0, count: outputs)
+        inputSquares = Array(repeating: 0, count: inputs)
+        outputSquares = Array(repeating: 0, count: outputs)
         frames = 0
+        squaredFrames = 0
     }
 
-    mutating func merge(inputs: UnsafePointer<Float>, outputs: UnsafePointer<Float>, frames: Int) {
-        for i in inputPeaks.indices { inputPeaks[i] = max(inputPeaks[i], inputs[i]) }
-        for o in outputPeaks.indices { outputPeaks[o] = max(outputPeaks[o], outputs[o]) }
-        self.frames += frames
+    mutating func merge(_ block: MeterBlock) {
+        for i in inputPeaks.indices { inputPeaks[i] = max(inputPeaks[i], block.inputPeaks[i]) }
+        for o in outputPeaks.indices { outputPeaks[o] = max(outputPeaks[o], block.outputPeaks[o]) }
+        if block.squaredFrames > 0 {
+            for i in inputSquares.indices { inputSquares[i] += block.inputSquares[i] }
+            for o in outputSquares.indices { outputSquares[o] += block.outputSquares[o] }
+        }
+        frames += block.frames
+        squaredFrames += block.squaredFrames
     }
 
-    /// Folds a later reading in: the peaks over both spans.
+    /// Folds a later reading in: the peaks over both spans, the squares summed.
     public mutating func merge(_ later: MeterReading) {
         for i in inputPeaks.indices where i < later.inputPeaks.count { inputPeaks[i] = max(inputPeaks[i], later.inputPeaks[i]) }
         for o in outputPeaks.indices where o < later.outputPeaks.count { outputPeaks[o] = max(outputPeaks[o], later.outputPeaks[o]) }
+        if later.squaredFrames > 0 {
+            for i in inputSquares.indices where i < later.inputSquares.count { inputSquares[i] += later.inputSquares[i] }
+            for o in outputSquares.indices where o < later.outputSquares.count { outputSquares[o] += later.outputSquares[o] }
+        }
         frames += later.frames
+        squaredFrames += later.squaredFrames
+    }
+
+    /// The RMS level of an input slot, linear, or nil when RMS was not measured in this span.
+    public func inputRMS(_ slot: Int) -> Float? { Self.rms(inputSquares, slot, over: squaredFrames) }
+    public func outputRMS(_ slot: Int) -> Float? { Self.rms(outputSquares, slot, over: squaredFrames) }
+
+    static func rms(_ squares: [Double], _ slot: Int, over frames: Int) -> Float? {
+        guard frames > 0, squares.indices.contains(slot) else { return nil }
+        return Float((squares[slot] / Double(frames)).squareRoot())
     }
 }

@@ -68,6 +68,8 @@ extension ControlServer {
             return [.float(Float(rate)), .string(key)]
         case let .loudnessMeters(url, rate):
             return try subscribeLoudness(url: url, rate: rate, peer: peer)
+        case let .levelMeters(url, rate):
+            return try subscribeLevels(url: url, rate: rate, peer: peer)
         case .state:
             return [.string(stateJSON())]
         case let .timeline(after):

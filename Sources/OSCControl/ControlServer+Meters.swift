@@ -5,7 +5,8 @@ import Policy
 import RouterCore
 
 /// Meters for subscribers (OSC `/meters`, and WebSockets listening to meter paths): the peaks the
-/// router gathered, in bundles at each subscriber's rate. OSC server thread only.
+/// router gathered, in bundles at each subscriber's rate; the ticks and readings level subscribers
+/// share (ControlServer+Levels.swift). OSC server thread only.
 extension ControlServer {
     /// On a tick (on the 10 ms grid) at which a subscriber is due, the peaks since the last such tick
     /// are taken from the router, once for every subscriber; each due subscriber gets one bundle
@@ -15,13 +16,14 @@ extension ControlServer {
     /// of the clock), so those at one rate are due at the same tick and share one reading and
     /// one merge of peaks (plain `/meters` subscribers also their bytes; a WebSocket listening to
     /// meter paths gets its own bundle of those).
-    /// Meter and loudness subscribers are what the ticks are for: the OSC thread wakes for a tick
-    /// only when one is due (at 20 Hz, 20 times a second), and with none it sleeps until a packet
+    /// Meter, level and loudness subscribers are what the ticks are for: the OSC thread wakes for a
+    /// tick only when one is due (at 20 Hz, 20 times a second), and with none it sleeps until a packet
     /// comes (issue 21: an idle router costs next to nothing). A tick when the last subscriber has
     /// gone clears the history.
     var nextTickWanted: Double? {
-        var next = meterTargets.isEmpty && !meterHistory.isEmpty ? 0 : Double.infinity
+        var next = meterTargets.isEmpty && levelTargets.isEmpty && !meterHistory.isEmpty ? 0 : Double.infinity
         for target in meterTargets { next = min(next, target.nextMeter) }
+        for target in levelTargets { next = min(next, target.nextMeter) }
         for target in loudnessTargets { next = min(next, target.nextMeter) }
         if let due = refusals.due { next = min(next, due) }
         return next.isFinite ? next : nil
@@ -30,14 +32,15 @@ extension ControlServer {
     func tick() {
         flushRefusals(now: OSCServer.clockSeconds())
         if !loudnessTargets.isEmpty { tickLoudness() }
-        guard !meterTargets.isEmpty else {
+        guard !meterTargets.isEmpty || !levelTargets.isEmpty else {
             meterHistory.removeAll()
             return
         }
         let now = OSCServer.clockSeconds()
-        guard meterTargets.contains(where: { now >= $0.nextMeter }) else { return }
+        guard meterTargets.contains(where: { now >= $0.nextMeter }) || levelTargets.contains(where: { now >= $0.nextMeter }) else { return }
         let latest = router.takePeaks()
         meterHistory.append((now, latest))
+        tickLevels(now: now)
         var dropped: [Target] = []
         // Subscribers due together whose last bundles went together share their peaks.
         var merged: [Double: (peaks: [String: [Float]], plain: [UInt8]?)] = [:]
@@ -75,7 +78,7 @@ extension ControlServer {
         }
         meterTargets.removeAll { target in dropped.contains { $0 === target } }
         // Ticks every subscriber has had.
-        let oldest = meterTargets.map(\.lastMeter).min() ?? now
+        let oldest = (meterTargets + levelTargets).map(\.lastMeter).min() ?? now
         meterHistory.removeAll { $0.time <= oldest }
     }
 
@@ -104,8 +107,9 @@ extension ControlServer {
 
     /// Starts sending `target` meters at `rate` Hz.
     func addMeterTarget(_ target: Target, rate: Double) {
-        // The first subscriber: drop what the router gathered while nobody listened.
-        if meterTargets.isEmpty { router.dropPeaks() }
+        // The first subscriber (of peaks or levels): drop what the router gathered while nobody
+        // listened.
+        if meterTargets.isEmpty && levelTargets.isEmpty { router.dropPeaks() }
         target.meterRate = rate
         // The first bundle at the first point of the rate's grid at least one interval away, so
         // it carries a whole interval's peaks; every later one on that grid.

@@ -115,6 +115,7 @@ extension ControlServer {
         subscribers.removeAll { $0.connection == peer.connection }
         meterTargets.removeAll { $0.connection == peer.connection }
         loudnessTargets.removeAll { $0.connection == peer.connection }
+        levelTargets.removeAll { $0.connection == peer.connection }
         adminStreams[peer.connection] = nil
     }
 }

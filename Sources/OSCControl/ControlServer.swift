@@ -111,7 +111,14 @@ public final class ControlServer: @unchecked Sendable {
     var meterTargets: [Target] = []
     /// `/meters/loudness` subscribers (their `meterRate` and `nextMeter` as for peak meters).
     var loudnessTargets: [Target] = []
-    /// Each tick's peaks, since the oldest a meter subscriber has not had yet.
+    /// `/meters/levels` subscribers (their `meterRate`, `nextMeter` and `lastMeter` as for peak
+    /// meters). The audio thread measures RMS exactly while there is one.
+    var levelTargets: [Target] = [] {
+        didSet {
+            if oldValue.isEmpty != levelTargets.isEmpty { router.measureRMS(!levelTargets.isEmpty) }
+        }
+    }
+    /// Each tick's peaks, since the oldest a meter or level subscriber has not had yet.
     var meterHistory: [(time: Double, meters: [PeakMeter])] = []
     /// The `/duckrouter/meter` bundle laid out for the meters there are (made again when they change).
     var meterBundle: OSCFloatBundle?
@@ -190,6 +197,7 @@ public final class ControlServer: @unchecked Sendable {
     public func stop() {
         relay.connect(nil)
         server.stop()
+        router.measureRMS(false)
     }
 
     // MARK: Receiving
@@ -378,6 +386,8 @@ public final class ControlServer: @unchecked Sendable {
         var document = StateDocument(router.status(), owners: owners.mapValues(\.description),
                                      notify: notifyTargets.mapValues(\.url), subscribers: subscribers.map(\.url),
                                      meterSubscribers: meterTargets.map(\.url))
+        document.settings.levelSubscribers = levelTargets.map(\.url)
+        document.engine.measuresRMS = router.measuresRMS
         document.http = httpState.read()
         document.osc = limitsState()
         document.descriptors = StateDocument.Descriptors.now()

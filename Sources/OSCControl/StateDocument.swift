@@ -112,6 +112,8 @@ struct StateDocument: Encodable {
         var nowPlaying: String?
         var subscribers: [String]
         var meterSubscribers: [String]
+        /// The addresses `/meters/levels` sends to (set by the OSC server, as the others).
+        var levelSubscribers: [String] = []
         /// What of the reloaded session file waits for a restart (empty: nothing).
         var reloadPending: [String] = []
         /// Scenes and the cue list (StateDocument+Show.swift).
@@ -208,6 +210,8 @@ struct StateDocument: Encodable {
         /// The last state save that could not be written (absent: none since start).
         var lastSaveFailure: SaveFailure? = nil
         var peaksDbfs: Meters
+        /// Whether the audio thread measures RMS now (while there is a level subscriber).
+        var measuresRMS = false
         /// Every metered app's and route's loudness (absent when the router meters none).
         var loudnessLufs: LoudnessMeters?
     }

@@ -77,7 +77,16 @@ extension OSCServer {
         switch destination.kind {
         case let .udp(fd):
             guard fd >= 0 else { return false }
-            return packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) } == packet.count
+            // The socket is connected: a closed port answers a send with ICMP, which the kernel
+            // hands to the next call only (ECONNREFUSED) and forgets, so sends would fail and
+            // succeed in turn and never fail 8 times in a row. A refusal left by the last send
+            // is read first (and cleared) and counts as this one failing; the packet still goes,
+            // so a port that opens again is heard from at the next send.
+            var pending: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            let refused = getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 && pending != 0
+            let sent = packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) } == packet.count
+            return sent && !refused
         case let .connection(id):
             return enqueue(packet, on: id, conflatable: conflatable)
         }

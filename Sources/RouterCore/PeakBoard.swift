@@ -10,15 +10,17 @@ import Policy
 /// a second (issue 17).
 ///
 /// Owns: the engine's meter hand-back (its ring has one consumer at a time: every collection is
-/// under the lock), the latest reading, the peaks since they were last taken, and the layout:
-/// which app and route reads which meter slots, set by the control queue whenever it publishes
-/// (`follow`), so a reading is named as the latest plan names its slots (a meter block the audio
-/// thread filled across a plan change may carry a reused slot's last peak under its new owner's
-/// name, as before the board). Must not touch: anything else of the engine's, or control state.
-/// Any thread; the lock is held for a collection and a copy, never for a call out.
+/// under the lock) and its RMS switch (`measureRMS`, also under the lock), the latest reading, the
+/// peaks since they were last taken, and the layout: which app and route reads which meter slots,
+/// set by the control queue whenever it publishes (`follow`), so a reading is named as the latest
+/// plan names its slots (a meter block the audio thread filled across a plan change may carry a
+/// reused slot's last peak under its new owner's name, as before the board). Must not touch:
+/// anything else of the engine's, or control state. Any thread; the lock is held for a collection
+/// and a copy, never for a call out.
 final class PeakBoard: @unchecked Sendable {
-    // @unchecked: `engine` is used only under `lock` (its meter rings and blocks, nothing else),
-    // and every stored var is read and written under `lock` (NSLock, which TSan sees).
+    // @unchecked: `engine` is used only under `lock` (its meter rings and blocks and its RMS flag,
+    // nothing else), and every stored var is read and written under `lock` (NSLock, which TSan
+    // sees).
     private let lock = NSLock()
     private let engine: Engine
     private var latest: MeterReading?
@@ -49,19 +51,31 @@ final class PeakBoard: @unchecked Sendable {
         lock.withLock { collectLocked() }
     }
 
-    /// The peak of every app's and route's channels since the previous call, linear: apps first,
-    /// then routes, in order (any thread).
+    /// The peak of every app's and route's channels since the previous call, linear, with the sums
+    /// of their squares while RMS is measured: apps first, then routes, in order (any thread).
     func takePeaks() -> [PeakMeter] {
         let (reading, layout) = lock.withLock {
             collectLocked()
             defer { sinceTaken = nil }
             return (sinceTaken, self.layout)
         }
+        let squaredFrames = reading?.squaredFrames ?? 0
         return layout.map { entry in
-            PeakMeter(kind: entry.kind, name: entry.name,
-                      peaks: Self.peaks(entry.slots, entry.kind == .app ? reading?.inputPeaks : reading?.outputPeaks))
+            let isApp = entry.kind == .app
+            let squares = squaredFrames > 0 ? Self.squares(entry.slots, isApp ? reading?.inputSquares : reading?.outputSquares) : []
+            return PeakMeter(kind: entry.kind, name: entry.name,
+                             peaks: Self.peaks(entry.slots, isApp ? reading?.inputPeaks : reading?.outputPeaks),
+                             squares: squares, squaredFrames: squares.isEmpty ? 0 : squaredFrames)
         }
     }
+
+    /// Whether the audio thread measures RMS (OSC server thread: while someone shows levels).
+    /// Readings taken after it is turned on carry the squares of the frames measured since.
+    func measureRMS(_ on: Bool) {
+        lock.withLock { engine.setMeasuresRMS(on) }
+    }
+
+    var measuresRMS: Bool { lock.withLock { engine.measuresRMS } }
 
     /// Forgets the peaks gathered so far (a first subscriber starts from now).
     func dropPeaks() {
@@ -89,6 +103,10 @@ final class PeakBoard: @unchecked Sendable {
     }
 
     private static func peaks(_ slots: [Int32], _ table: [Float]?) -> [Float] {
+        slots.map { slot in table.map { slot >= 0 && Int(slot) < $0.count ? $0[Int(slot)] : 0 } ?? 0 }
+    }
+
+    private static func squares(_ slots: [Int32], _ table: [Double]?) -> [Double] {
         slots.map { slot in table.map { slot >= 0 && Int(slot) < $0.count ? $0[Int(slot)] : 0 } ?? 0 }
     }
 }

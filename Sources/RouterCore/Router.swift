@@ -440,6 +440,17 @@ public final class Router: @unchecked Sendable {
         peakBoard.dropPeaks()
     }
 
+    /// Whether the audio thread measures each metered channel's RMS (off from the start: an idle
+    /// router pays nothing for it). While it does, `takePeaks` carries the sums of squares. Any
+    /// thread, no trip to the control queue (`PeakBoard`): the OSC side turns it on while someone
+    /// shows levels (`/meters/levels`).
+    public func measureRMS(_ on: Bool) {
+        peakBoard.measureRMS(on)
+    }
+
+    /// Whether RMS is measured now (`measureRMS`).
+    public var measuresRMS: Bool { peakBoard.measuresRMS }
+
     /// Every metered app's and route's loudness, apps first, in order; nil when the router
     /// meters no loudness now (metering off, or the server away).
     public func loudnessReadings() -> [LoudnessMeterReading]? {

@@ -138,12 +138,31 @@ public struct RouterStatus: Sendable, Equatable {
     }
 }
 
-/// The peak of every channel of one app (its input) or route (its output) over a span, linear.
+/// The peak of every channel of one app (its input) or route (its output) over a span, linear,
+/// and while RMS is measured the sum of each channel's squares over the frames measured.
 public struct PeakMeter: Sendable, Equatable {
     public enum Kind: String, Sendable { case app, route }
     public var kind: Kind
     public var name: String
     public var peaks: [Float]
+    /// Per channel, the sum of the squares of its samples over `squaredFrames` frames; empty when
+    /// RMS was not measured in the span.
+    public var squares: [Double]
+    public var squaredFrames: Int
+
+    public init(kind: Kind, name: String, peaks: [Float], squares: [Double] = [], squaredFrames: Int = 0) {
+        self.kind = kind
+        self.name = name
+        self.peaks = peaks
+        self.squares = squares
+        self.squaredFrames = squaredFrames
+    }
+
+    /// The RMS level of every channel, linear; nil when RMS was not measured in the span.
+    public var rms: [Float]? {
+        guard squaredFrames > 0, squares.count == peaks.count else { return nil }
+        return squares.map { Float(($0 / Double(squaredFrames)).squareRoot()) }
+    }
 }
 
 /// The loudness of one app (its input) or route (its output), EBU R 128, LUFS: momentary (the last

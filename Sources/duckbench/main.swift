@@ -27,6 +27,8 @@ struct DuckBench: ParsableCommand {
     var denormals = false
     @Flag(help: "Time the engine's whole cycle with no volume stages, every app and route at a steady volume, and every one fading along each curve.")
     var volumes = false
+    @Flag(help: "Time the engine's whole cycle with RMS meters off (the floor) and on, and the sum of squares beside the peak scan per buffer.")
+    var meters = false
 
     enum Scene: String, ExpressibleByArgument { case steady, ramping }
 
@@ -37,6 +39,10 @@ struct DuckBench: ParsableCommand {
         }
         if volumes {
             runVolumes()
+            return
+        }
+        if meters {
+            runMeters()
             return
         }
         if perCycle {
@@ -302,13 +308,14 @@ final class EngineScene {
     /// a steady volume, or every one fading along a curve for the whole run.
     enum Volumes { case none, steady, fading(GainCurve) }
 
-    init(apps: Int, routes: Int, frames: Int, ramping: Bool, signal: Signal, volumes: Volumes = .none) {
+    init(apps: Int, routes: Int, frames: Int, ramping: Bool, signal: Signal, volumes: Volumes = .none, measuresRMS: Bool = false) {
         var configuration = Engine.Configuration()
         configuration.maxFrames = max(frames, 1)
         configuration.maxInputChannels = max(apps * 2, 1)
         configuration.maxOutputChannels = max(routes * 2, 1)
         configuration.gainSlotCapacity = max(apps * 2 * routes, 1)
         engine = Engine(configuration: configuration, portBuffer: { port, _ in port })
+        engine.setMeasuresRMS(measuresRMS)
         inputs = (0..<apps * 2).map { signal.input($0, frames: frames) }
         outputs = (0..<routes * 2).map { _ in
             let p = UnsafeMutablePointer<Float>.allocate(capacity: frames)

@@ -172,6 +172,29 @@ struct WebSocketTests {
         #expect(later.count <= 2, "stopped, yet \(later.count) music meters in 1 s")
     }
 
+    @Test("/meters/levels over the WebSocket: /duckrouter/levels with peak and RMS per channel (DC 0.5: both -6.02 dBFS); 0 stops them")
+    func oscLevels() throws {
+        let (rig, client) = try Self.musicAtHalf()
+        defer { rig.close() }
+        client.osc("/meters/levels", ("f", 10))
+        #expect(client.until(["osc": "/reply", "args": ["/meters/levels", 10.0]]).matched)
+        #expect(client.until(["osc": "/duckrouter/levels", "args": ["app", "music"]]).matched)
+        let frames = client.drain(1).compactMap(\.oscFrame).filter { $0.path == "/duckrouter/levels" && $0.args.count > 1 && $0.args[1] as? String == "music" }
+        print("WebSocketTests: \(frames.count) music levels in 1 s at 10 Hz; last \(frames.last?.args ?? [])")
+        #expect((4...11).contains(frames.count), "about 10 a second: \(frames.count)")
+        let levels = frames.last?.args.dropFirst(2).compactMap { $0 as? Double } ?? []
+        #expect(levels.count == 4 && levels.allSatisfy { abs($0 - -6.02) < 0.1 }, "peak, RMS per channel, 0.5 is -6.02 dBFS: \(levels)")
+        let subscribed = try rig.settings()["levelSubscribers"] as? [String] ?? []
+        #expect(subscribed.count == 1 && subscribed.first?.hasPrefix("osc.tcp://") == true, "/state lists the page: \(subscribed)")
+        #expect((try rig.state()["engine"] as? [String: Any])?["measuresRMS"] as? Bool == true)
+        client.osc("/meters/levels", ("f", 0))
+        #expect(client.until(["osc": "/reply", "args": ["/meters/levels", 0.0]]).matched)
+        #expect((try rig.settings()["levelSubscribers"] as? [String])?.isEmpty == true)
+        #expect((try rig.state()["engine"] as? [String: Any])?["measuresRMS"] as? Bool == false, "no subscriber: RMS no longer measured")
+        let later = client.drain(1).compactMap(\.oscFrame).filter { $0.path == "/duckrouter/levels" }
+        #expect(later.count <= 2, "stopped, yet \(later.count) level messages in 1 s")
+    }
+
     @Test("Chataigne's flow: HOST_INFO, the namespace, a WebSocket on the HTTP port, one LISTEN per parameter; changes arrive, no errors")
     func chataigneFlow() throws {
         let rig = try OSCRig(http: true)

@@ -78,6 +78,25 @@ struct PeakBoardTests {
         #expect(board.latestPeakDecibels(app: Self.music).map { ($0 * 10).rounded() / 10 } == [-20, -20], "the latest reading is the quiet cycle's")
     }
 
+    @Test("RMS is in the takes only while measured: each channel's squares over the frames measured, named like the peaks")
+    func rmsWhileMeasured() throws {
+        let fixture = try Fixture(left: 0.5, right: -0.25, routes: [Self.speaker])
+        let (engine, board) = (fixture.engine, fixture.board)
+        engine.runCycle(frames: 32)
+        #expect(board.takePeaks().allSatisfy { $0.rms == nil && $0.squares.isEmpty }, "not measured")
+        board.measureRMS(true)
+        #expect(board.measuresRMS && engine.measuresRMS)
+        engine.runCycle(frames: 32)
+        engine.runCycle(frames: 32)
+        let meters = board.takePeaks()
+        #expect(meters.map(\.rms) == [[0.5, 0.25], [0.25]])
+        #expect(meters.map(\.squaredFrames) == [64, 64])
+        board.measureRMS(false)
+        #expect(!engine.measuresRMS)
+        engine.runCycle(frames: 32)
+        #expect(board.takePeaks().allSatisfy { $0.rms == nil }, "off again")
+    }
+
     /// The control queue collects at its housekeeping while the OSC thread takes the peaks: what
     /// either collects reaches the next take. A click in one cycle among 2,000 is in some take.
     @Test("a click collected by one thread is taken by the other")

@@ -25,4 +25,13 @@ uint32_t CSignalScan_largestMagnitudeBitsUsing(int32_t variant, const float *sam
 int32_t CSignalScan_chosenVariant(void);
 int32_t CSignalScan_supports(int32_t variant);
 
+/// The sum of the squares of `count` floats (finite ones), for RMS meters: built for the
+/// baseline and for AVX2 with FMA (chosen at load when the CPU has both). Summed in float over 32
+/// lanes, in an order of its own: within float rounding of the plain sum.
+float CSignalScan_sumOfSquares(const float *samples, int32_t count);
+
+/// The same with a given variant: 0 the baseline, 2 AVX2 with FMA; any other, or one this CPU
+/// lacks, runs the baseline. For tests and benchmarks.
+float CSignalScan_sumOfSquaresUsing(int32_t variant, const float *samples, int32_t count);
+
 #endif

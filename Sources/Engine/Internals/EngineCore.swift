@@ -56,6 +56,11 @@ struct EngineCore: ~Copyable {
 
     var plan: UnsafeMutablePointer<MixPlan>?      // audio thread
     var meter: UnsafeMutablePointer<MeterBlock>?  // audio thread
+    /// control → audio: sum the squares of every metered channel (RMS meters), read once at each
+    /// cycle's start. Off unless someone shows RMS: an idle router pays nothing for it.
+    let measuresRMS = Atomic<Bool>(false)
+    /// Whether this cycle sums squares (audio thread: `measuresRMS` as the cycle began).
+    var measuringRMS = false
 
     let processedFrames = Atomic<UInt64>(0)
     let cycles = Atomic<UInt64>(0)
@@ -196,6 +201,7 @@ private func engineProcessCycle(_ core: UnsafeMutablePointer<EngineCore>, frames
         return
     }
     takeMeterBlockIfNeeded(core)
+    core.pointee.measuringRMS = core.pointee.meter != nil && core.pointee.measuresRMS.load(ordering: .relaxed)
     var done = 0
     while done < frames {
         let span = adoptNewPlans(core, at: cycleStart &+ UInt32(truncatingIfNeeded: done), remaining: frames - done)
@@ -318,7 +324,8 @@ private func buffer(_ core: UnsafeMutablePointer<EngineCore>, _ port: UnsafeMuta
     return raw?.assumingMemoryBound(to: Float.self)
 }
 
-/// Fetches every input buffer once, measures its peak, and substitutes a sanitised copy (or
+/// Fetches every input buffer once, measures its peak (and its sum of squares while RMS is
+/// measured), and substitutes a sanitised copy (or
 /// silence, when the scratch buffers are used up) for any buffer holding NaN or infinity.
 @_noLocks
 private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMutablePointer<MixPlan>,
@@ -378,6 +385,9 @@ private func readInputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
         if let meter = core.pointee.meter {
             let slot = Int(input.meterSlot)
             meter.pointee.inputPeaks[slot] = max(meter.pointee.inputPeaks[slot], peak)
+            if core.pointee.measuringRMS, peak > 0 {
+                meter.pointee.inputSquares[slot] += Double(SignalGuard.sumOfSquares(source, frames: frames))
+            }
         }
         i &+= 1
     }
@@ -429,6 +439,9 @@ private func mixOutputs(_ core: UnsafeMutablePointer<EngineCore>, plan: UnsafeMu
         if let meter = core.pointee.meter {
             let slot = Int(output.meterSlot)
             meter.pointee.outputPeaks[slot] = max(meter.pointee.outputPeaks[slot], peak)
+            if core.pointee.measuringRMS, peak > 0 {
+                meter.pointee.outputSquares[slot] += Double(SignalGuard.sumOfSquares(out, frames: frames))
+            }
         }
         if tapping, let tap = output.tap, !core.pointee.tapBlocked[Int(output.tapGroup)] { TapRing.write(tap, out, frames: frames) }
     }
@@ -536,6 +549,7 @@ private func finishCycle(_ core: UnsafeMutablePointer<EngineCore>, frames: Int) 
     reportLevels(core, frames: frames)
     if let meter = core.pointee.meter {
         meter.pointee.frames &+= frames
+        if core.pointee.measuringRMS { meter.pointee.squaredFrames &+= frames }
         meter.pointee.cycles &+= 1
         // Handed over only when a free block is there to take its place at the next cycle's
         // start (only this thread takes free blocks): while the control side has returned none
