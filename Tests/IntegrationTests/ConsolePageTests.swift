@@ -221,6 +221,12 @@ struct ConsolePageTests {
         #expect(browser.call(["wait_text", ".strip[data-app=nav] .activate", "Activate", 2])?["found"] as? Bool == true)
         _ = browser.call(["keys", ["space"]])
         try waitFor("nav activated from the keyboard") { (try? Self.app(rig, "nav"))?["state"] as? String == "active" }
+
+        // The page's meters are peak and RMS: the router measures RMS while the page is open, and
+        // stops when its WebSocket closes.
+        func measuresRMS() -> Bool? { ((try? rig.state())?["engine"] as? [String: Any])?["measuresRMS"] as? Bool }
+        #expect(measuresRMS() == true)
         _ = browser.call(["quit"])
+        try waitFor("RMS no longer measured once the page is closed") { measuresRMS() == false }
     }
 }
