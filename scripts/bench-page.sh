@@ -27,8 +27,8 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 {
-echo "| run | main thread busy (trace) | TaskDuration | frames/s | router alone, % of a core | with the page | the page's cost |"
-echo "|---|---|---|---|---|---|---|"
+echo "| run | main thread busy (trace) | TaskDuration | frames/s | layouts/s | style recalcs/s | router alone, % of a core | with the page | the page's cost |"
+echo "|---|---|---|---|---|---|---|---|---|"
 } > "$out/page.md"
 : > "$out/page.jsonl"
 for run in $(seq "$runs"); do
@@ -38,6 +38,7 @@ import json, sys
 r = json.loads(sys.argv[2])
 cost = r["routerWithPageCpuPercent"] - r["routerAloneCpuPercent"]
 print(f"| {sys.argv[1]} | {r['mainThreadBusyPercent']}% | {r['taskDurationPercent']}% | {r['framesPerSecond']} | "
+      f"{r['layoutsPerSecond']} | {r['styleRecalcsPerSecond']} | "
       f"{r['routerAloneCpuPercent']}% | {r['routerWithPageCpuPercent']}% | {cost:+.2f}% |")
 PY
 done

@@ -6,7 +6,7 @@ Usage: page-bench.py URL ROUTER_PID SECONDS APPS
 Opens URL in headless Chromium (Debian's chromium through chromedriver, as the tests do) at
 1280x800, waits until the page is live with APPS strips and their meters drawn, lets it settle,
 then records Chromium's performance trace (the DevTools protocol's Tracing domain: categories
-toplevel and devtools.timeline, as DevTools' Performance panel records) for SECONDS. From it:
+toplevel, devtools.timeline and disabled-by-default-devtools.timeline, as DevTools' Performance panel records) for SECONDS. From it:
 the renderer main thread's busy time (the union of its top-level tasks,
 ThreadControllerImpl::RunTask) as a share of the window, and the frames it committed a second.
 Beside it, Chromium's own running total of the same thread's task time (Performance.getMetrics
@@ -76,7 +76,7 @@ try:
 
     driver.execute_cdp_cmd("Performance.enable", {})
     metrics = lambda: {m["name"]: m["value"] for m in driver.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}
-    call("Tracing.start", {"traceConfig": {"includedCategories": ["toplevel", "devtools.timeline"],
+    call("Tracing.start", {"traceConfig": {"includedCategories": ["toplevel", "devtools.timeline", "disabled-by-default-devtools.timeline"],
                                            "recordMode": "recordContinuously"}, "transferMode": "ReportEvents"})
     time.sleep(0.5)
     m0, cpu0, t0 = metrics(), router_cpu(), time.monotonic()
@@ -126,6 +126,8 @@ print(json.dumps({
     "mainThreadBusyPercent": round(best["busy"] / 1e6 / traced * 100, 1),
     "taskDurationPercent": round((m1["TaskDuration"] - m0["TaskDuration"]) / (t1 - t0) * 100, 1),
     "framesPerSecond": round(best["commits"] / traced, 1),
+    "layoutsPerSecond": round((m1["LayoutCount"] - m0["LayoutCount"]) / (t1 - t0), 2),
+    "styleRecalcsPerSecond": round((m1["RecalcStyleCount"] - m0["RecalcStyleCount"]) / (t1 - t0), 2),
     "tasks": best["tasks"],
     "routerAloneCpuPercent": round(alone * 100, 2),
     "routerWithPageCpuPercent": round((cpu1 - cpu0) / (t1 - t0) * 100, 2),

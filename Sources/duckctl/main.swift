@@ -22,7 +22,7 @@ struct DuckCtl: ParsableCommand {
         version: BuildInfo.version,
         subcommands: [Status.self, State.self, Register.self, Activate.self, Deactivate.self, Unregister.self,
                       Volume.self, Gain.self, Silent.self, RouteCommand.self, Interrupt.self,
-                      Remote.self, Duck.self, SceneCommand.self, CueCommand.self, Send.self, Paths.self, Watch.self, Page.self])
+                      Remote.self, Duck.self, SceneCommand.self, CueCommand.self, TimelineCommand.self, Send.self, Paths.self, Watch.self, Page.self])
 
     /// Accepted before the subcommand as well as after it: the parser gives what it finds here to
     /// the subcommand's own `Connection` too.

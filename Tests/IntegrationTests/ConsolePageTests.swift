@@ -95,6 +95,10 @@ struct ConsolePageTests {
         #expect(browser.call(["wait_text", "#timeline-list", "oldDeviceUnavailable", 3])?["found"] as? Bool == true)
         let after = browser.call(["texts", "#timeline-list .text"])?["texts"] as? [String] ?? []
         #expect(told(after) == expected, "after a reload: \(after)")
+        // duckctl reads the same timeline.
+        let printed = try DuckctlTests.duckctl(["--port", "\(rig.port)", "timeline", "--changed"])
+        #expect(printed.status == 0 && printed.stdout.contains("route        route headphones → speaker (oldDeviceUnavailable)")
+                && printed.stdout.contains("    reason: oldDeviceUnavailable"), "\(printed)")
 
         // 5. The show lock: a drag and presses change nothing, at the sink or in /state.
         #expect(try rig.query("/app/music/activate")?.path == "/reply")
