@@ -67,6 +67,7 @@ extension Router {
         collectFromEngine()
         if let client = link.client { takeCycleNotes(client) }
         notifyXruns()
+        timeline.flushXruns()
         // JACK's shutdown callback only raises a flag (it may run on the process thread).
         if let reason = link.client?.shutdownReason { serverLost(reason) }
         // Some servers say nothing (a hung one; PipeWire without either callback): no cycle for

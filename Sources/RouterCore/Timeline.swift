@@ -37,9 +37,11 @@ public final class Timeline: @unchecked Sendable {
     /// Xruns told since the last xrun event, and when that was: a machine in trouble reports them
     /// every second, which would push everything else out of the ring.
     private var heldXruns = 0
+    private var heldTotal = 0
     private var lastXruns: Date?
     public let capacity: Int
-    /// At most one xrun event in this many seconds; the xruns between are counted into the next.
+    /// At most one xrun event in this many seconds; the xruns between are counted into the next
+    /// (`flushXruns` makes it once the spacing has passed, if no xrun comes to).
     public static let xrunSpacing: TimeInterval = 10
 
     private struct AppRecord: Equatable {
@@ -57,14 +59,32 @@ public final class Timeline: @unchecked Sendable {
     public func record(_ notification: RouterNotification, at time: Date = Date()) {
         lock.withLock {
             guard let (kind, subject, text, changed) = describe(notification, at: time) else { return }
-            counted += 1
-            let event = TimelineEvent(number: counted, time: time, kind: kind, subject: subject, text: text, changed: changed)
-            if events.count < capacity {
-                events.append(event)
-            } else {
-                events[head] = event
-                head = (head + 1) % capacity
-            }
+            append(kind: kind, subject: subject, text: text, changed: changed, at: time)
+        }
+    }
+
+    private func append(kind: String, subject: String, text: String, changed: [String: String], at time: Date) {
+        counted += 1
+        let event = TimelineEvent(number: counted, time: time, kind: kind, subject: subject, text: text, changed: changed)
+        if events.count < capacity {
+            events.append(event)
+        } else {
+            events[head] = event
+            head = (head + 1) % capacity
+        }
+    }
+
+    /// Xruns held back (told within `xrunSpacing` of the last xrun event) become an event of
+    /// their own once that spacing has passed (control queue: each housekeeping tick), so none is
+    /// left out when no further xrun comes to carry them.
+    public func flushXruns(at time: Date = Date()) {
+        lock.withLock {
+            guard heldXruns > 0, let last = lastXruns, time.timeIntervalSince(last) >= Self.xrunSpacing else { return }
+            let count = heldXruns
+            heldXruns = 0
+            lastXruns = time
+            append(kind: "xrun", subject: "", text: count == 1 ? "an xrun (\(heldTotal) since start)" : "\(count) xruns (\(heldTotal) since start)",
+                   changed: ["xruns": "\(heldTotal)", "new": "\(count)"], at: time)
         }
     }
 
@@ -87,6 +107,7 @@ public final class Timeline: @unchecked Sendable {
         case let .xruns(total, new):
             if let last = lastXruns, time.timeIntervalSince(last) < Self.xrunSpacing {
                 heldXruns += new
+                heldTotal = total
                 return nil
             }
             let count = heldXruns + new

@@ -28,6 +28,12 @@ struct ConsolePageTests {
 
     static func decibels(_ level: Float, of reference: Float) -> Double { 20 * log10(Double(level) / Double(reference)) }
 
+    /// An element's text ("" for none). Bound before an `#expect` on it: `#expect((x as? String ??
+    /// "").contains(y))` expands to a check that never fails.
+    static func text(_ browser: JSONLineScript, _ selector: String) -> String {
+        browser.call(["text", selector])?["text"] as? String ?? ""
+    }
+
     @Test("the fader dragged to the -20 dB mark is -20 dB at the sink, and a level set by another client shows within 200 ms; nav's duck reads -14 dB of gain reduction, by nav and its rule; the timeline tells an interruption and an unplugged route with their reasons, in order, also after a reload; locked, a drag and a press change nothing")
     func console() throws {
         let rig = try OSCRig(routes: ControlPageTests.routes, http: true)
@@ -61,7 +67,8 @@ struct ConsolePageTests {
         let reduction = Double(browser.call(["attr", ".strip[data-app=music] .reduction", "data-reduction"])?["value"] as? String ?? "") ?? .nan
         print("ConsolePageTests: gain reduction shown while nav ducks music: \(reduction) dB")
         #expect(abs(reduction - -14) <= 0.5, "\(reduction)")
-        #expect((browser.call(["text", ".strip[data-app=music] .why"])?["text"] as? String ?? "").contains("ducked by nav · session rule"))
+        let why = Self.text(browser, ".strip[data-app=music] .why")
+        #expect(why.contains("ducked by nav · session rule"), "\(why)")
         #expect(try rig.query("/app/nav/deactivate")?.path == "/reply")
         #expect(browser.call(["wait_attr", ".strip[data-app=music] .reduction", "data-reduction", "0", 3])?["found"] as? Bool == true)
 
@@ -88,8 +95,8 @@ struct ConsolePageTests {
         let before = browser.call(["texts", "#timeline-list .text"])?["texts"] as? [String] ?? []
         #expect(told(before) == expected, "\(before)")
         _ = browser.call(["click", "#timeline-list li[data-kind=route] .event"])
-        #expect((browser.call(["text", "#timeline-list li[data-kind=route] dl"])?["text"] as? String ?? "").contains("reasonoldDeviceUnavailable"),
-                "a tap shows the state it changed")
+        let details = Self.text(browser, "#timeline-list li[data-kind=route] dl")
+        #expect(details.contains("reasonoldDeviceUnavailable"), "a tap shows the state it changed: \(details)")
         let reloaded = try #require(browser.call(["reload"]))
         #expect(reloaded["live"] as? Bool == true)
         #expect(browser.call(["wait_text", "#timeline-list", "oldDeviceUnavailable", 3])?["found"] as? Bool == true)
@@ -110,12 +117,20 @@ struct ConsolePageTests {
         _ = browser.call(["click", ".strip[data-app=music] .mute"])
         _ = browser.call(["click", ".strip[data-app=nav] .activate"])
         _ = browser.call(["click", "#silent"])
+        _ = browser.call(["click", "[data-route=speaker]"])
+        #expect(browser.call(["click", "[data-remote=pause]"])?["done"] as? Bool == true, "music's Pause is on the page")
+        #expect(browser.call(["fader", "music", 1.0])?["done"] as? Bool == false, "locked: the level field takes no typing")
+        #expect(browser.call(["tab_to", Self.fader, 200])?["found"] as? Bool == true)
+        _ = browser.call(["keys", ["home", "up", "pageup"]])
         #expect(browser.call(["wait_attr", "#locked-note", "class", "locked-note flash", 2])?["found"] as? Bool == true, "the page says it is locked")
         rig.expectSteady(.speaker1, level, within: 0.5 * 0.25 * 0.01, seconds: 0.5, "locked: the drag changed nothing heard")
         let unchanged = try Self.app(rig, "music")
         #expect(unchanged["volume"] as? Double == music["volume"] as? Double && (unchanged["settings"] as? [String: Bool])?["muted"] == false)
         #expect(try Self.app(rig, "nav")["state"] as? String == "inactive")
         #expect(try rig.query("/system/silent")?.arguments.last == .int32(0))
+        #expect(try rig.settings()["selectedRoute"] == nil, "no route was picked")
+        let locked = browser.call(["texts", "#timeline-list .text"])?["texts"] as? [String] ?? []
+        #expect(!locked.contains { $0.contains("sent to music") }, "no remote command went: \(locked.prefix(3))")
         // Unlocked with two presses.
         _ = browser.call(["click", "#lock"])
         #expect(browser.call(["attr", "#lock", "aria-pressed"])?["value"] as? String == "true", "one press only arms the unlock")
@@ -141,13 +156,26 @@ struct ConsolePageTests {
         let seconds = Date().timeIntervalSince(stopped)
         print("ConsolePageTests: the page greyed \(String(format: "%.2f", seconds)) s after the router was stopped")
         #expect(greyed["found"] as? Bool == true && seconds < 2, "\(greyed), \(seconds) s")
-        #expect((browser.call(["text", "#lost"])?["text"] as? String ?? "").contains("Not connected to the router since"))
-        #expect((browser.call(["text", "#link"])?["text"] as? String ?? "").hasPrefix("not live since"))
+        let notice = Self.text(browser, "#lost"), link = Self.text(browser, "#link")
+        #expect(notice.contains("Not connected to the router since"), "\(notice)")
+        #expect(link.hasPrefix("not live since"), "\(link)")
         try rig.restart()
         #expect(browser.call(["wait_attr", "body", "data-connected", "yes", 5])?["found"] as? Bool == true)
         #expect(browser.call(["attr", "#lost", "hidden"])?["value"] as? String != nil)
         #expect(try rig.query("/app/music/volume", [.float(0.25)])?.path == "/reply")
         #expect(browser.call(["wait_slider", Self.fader, 0.25, 2])?["found"] as? Bool == true, "values are live again")
+
+        // A router that stops answering without closing anything (a machine gone from the
+        // network, a frozen process): greyed after 3 s of silence, live again when it answers.
+        browser.write(["wait_attr", "body", "data-connected", "no", 8])
+        let frozen = Date()
+        kill(rig.daemon.processIdentifier, SIGSTOP)
+        let silent = try #require(browser.readLine())
+        let after = Date().timeIntervalSince(frozen)
+        kill(rig.daemon.processIdentifier, SIGCONT)
+        print("ConsolePageTests: the page greyed \(String(format: "%.2f", after)) s after the router froze")
+        #expect(silent["found"] as? Bool == true && after < 5, "\(silent), \(after) s")
+        #expect(browser.call(["wait_attr", "body", "data-connected", "yes", 8])?["found"] as? Bool == true, "live again once it answers")
         _ = browser.call(["quit"])
     }
 
@@ -164,8 +192,8 @@ struct ConsolePageTests {
             rig.source.setSignal(LoudnessDuckingTests.pinkNoise(seconds: 4, seed: seed).map { $0 * 0.5 }, output: output)
         }
         let browser = try Self.open(rig)
-        #expect(browser.call(["wait_text", ".strip[data-app=music] .lufs", "S −", 5])?["found"] as? Bool == true, "loudness per strip")
-        #expect(browser.call(["wait_text", ".route[data-current=yes] .route-lufs", "LUFS", 5])?["found"] as? Bool == true, "loudness per route")
+        #expect(browser.call(["wait_text", ".strip[data-app=music] .lufs", "S −", 10])?["found"] as? Bool == true, "loudness per strip")
+        #expect(browser.call(["wait_text", ".route[data-current=yes] .route-lufs", "LUFS", 10])?["found"] as? Bool == true, "loudness per route")
         try stage.send("/duck/rule", [.string("nav"), .string("music"), .string(""), .string("target"), .float(15)])
         let onset = Date()
         try stage.send("/app/nav/activate")
@@ -232,5 +260,33 @@ struct ConsolePageTests {
         #expect(measuresRMS() == true)
         _ = browser.call(["quit"])
         try waitFor("RMS no longer measured once the page is closed") { measuresRMS() == false }
+    }
+
+    @Test("with a show: a checkbox and the Lock keep the space bar (the silent switch toggles, the Lock locks, no cue fires; ShowTests.page hears it as GO elsewhere); Escape in a level field sends nothing")
+    func showKeyboard() throws {
+        let rig = try OSCRig(routes: ControlPageTests.routes, show: ShowTests.show, http: true)
+        defer { rig.close() }
+        let browser = try Self.open(rig)
+        #expect(browser.call(["wait_text", "#cue-next", "1 · half", 3])?["found"] as? Bool == true)
+        func cueState() throws -> [OSCArgument] { try #require(try rig.query("/cue/state")).arguments }
+        let before = try cueState()
+        // Tab to the silent switch: the space bar toggles it and fires no cue.
+        #expect(browser.call(["tab_to", "#silent", 300])?["found"] as? Bool == true)
+        _ = browser.call(["keys", ["space"]])
+        try waitFor("the silent switch on from the keyboard") { (try? rig.query("/system/silent"))??.arguments.last == .int32(1) }
+        #expect(try cueState() == before, "no cue fired")
+        // Escape gives up a typed level.
+        let field = ".strip[data-app=music] .level"
+        let volume = try rig.query("/app/music/volume")?.arguments
+        _ = browser.call(["type", field, "-30"])
+        _ = browser.call(["keys", ["escape"]])
+        Thread.sleep(forTimeInterval: 0.3)   // a change would be sent at once; nothing may come
+        #expect(try rig.query("/app/music/volume")?.arguments == volume, "Escape sent nothing")
+        // Tab to the Lock: the space bar locks the page, and fires no cue.
+        #expect(browser.call(["tab_to", "#lock", 300])?["found"] as? Bool == true)
+        _ = browser.call(["keys", ["space"]])
+        #expect(browser.call(["wait_attr", "#lock", "aria-pressed", "true", 2])?["found"] as? Bool == true)
+        #expect(try cueState() == before, "no cue fired")
+        _ = browser.call(["quit"])
     }
 }

@@ -132,7 +132,8 @@ struct ControlPageTests {
         #expect(try #require(visitor.call(["open", 390, 844]))["live"] as? Bool == true)
         #expect(visitor.call(["wait_attr", "body", "data-rights", "address", 3])?["found"] as? Bool == true)
         #expect(visitor.call(["attr", "#rights", "hidden"])?["value"] as? String == nil, "the notice is shown")
-        #expect((visitor.call(["text", "#rights"])?["text"] as? String ?? "").contains("duckctl page"))
+        let notice = visitor.call(["text", "#rights"])?["text"] as? String ?? ""
+        #expect(notice.contains("duckctl page"), "\(notice)")
         _ = visitor.call(["screenshot", Self.screenshots.appendingPathComponent("control-page-without-key-390x844.png").path])
         _ = visitor.call(["fader", "synth", 0.25])
         #expect(visitor.call(["wait_text", "#error", "only it or an osc.admin address may control it", 3])?["found"] as? Bool == true,

@@ -54,13 +54,23 @@ struct TimelineTests {
         #expect(timeline.events(after: 10).events.isEmpty)
     }
 
-    @Test("Xruns every second make one event in ten seconds, counting those between")
+    @Test("Xruns every second make one event in ten seconds, counting those between; those held back when they stop make one of their own once ten seconds have passed")
     func xruns() {
         let timeline = Timeline()
         let start = Date(timeIntervalSince1970: 1_000_000)
-        for second in 0..<25 { timeline.record(.xruns(total: 2 * (second + 1), new: 2), at: start + Double(second)) }
-        let events = timeline.events(after: 0).events
-        #expect(events.map(\.text) == ["2 xruns (2 since start)", "20 xruns (22 since start)", "20 xruns (42 since start)"])
+        for second in 0..<25 {
+            timeline.record(.xruns(total: 2 * (second + 1), new: 2), at: start + Double(second))
+            timeline.flushXruns(at: start + Double(second) + 0.5)
+        }
+        #expect(timeline.events(after: 0).events.map(\.text) == ["2 xruns (2 since start)", "20 xruns (22 since start)", "20 xruns (42 since start)"])
+        // No more xruns: the 8 of the last four seconds are not lost.
+        timeline.flushXruns(at: start + 29)
+        #expect(timeline.events(after: 3).events.isEmpty, "not before ten seconds have passed since the last xrun event")
+        timeline.flushXruns(at: start + 30)
+        let last = timeline.events(after: 3).events
+        #expect(last.map(\.text) == ["8 xruns (50 since start)"] && last.first?.time == start + 30)
+        timeline.flushXruns(at: start + 60)
+        #expect(timeline.events(after: 4).events.isEmpty, "nothing held: nothing more")
     }
 
     @Test("An app first seen inactive is no event, but its next state says what it was")

@@ -8,16 +8,18 @@ line for each:
                                     loads URL at W x H and waits until the page is live
   ["size", W, H]                 -> {"done": true}
   ["fader", APP, VALUE]          -> {"done": true}        sets APP's fader to position VALUE by typing its
-                                    level in dB into the strip's level field (exact; 0 is -inf)
+                                    level in dB into the strip's level field (exact; 0 is -inf);
+                                    {"done": false} when the field takes no typing (locked)
   ["drag_mark", APP, MARK]       -> {"done": true, "pixels": dy}  drags APP's fader cap with the mouse
                                     to the scale mark MARK ("20" for -20 dB), as a person would
   ["drag_by", CSS, DX, DY]       -> {"done": true}        presses on an element and drags it by DX, DY
   ["keys", [NAME, ...]]          -> {"done": true}        keys pressed where the keyboard is (tab,
-                                    shift+tab, up, down, pageup, pagedown, home, end, enter, space)
+                                    shift+tab, up, down, pageup, pagedown, home, end, enter, space, escape)
+  ["type", CSS, TEXT]            -> {"done": true}        clicks a field, selects what is in it and types TEXT
   ["tab_to", CSS, MAX]           -> {"found": bool, "presses": n}  Tab until the focus is on CSS
   ["axe"]                        -> {"violations": [...]} axe-core's WCAG 2.1 A/AA violations (id,
                                     impact, help, targets)
-  ["click", CSS]                 -> {"done": true}
+  ["click", CSS]                 -> {"done": bool}        false when there is no such element
   ["key", NAME]                  -> {"done": true}        presses a key on the page (NAME: "space")
   ["double_click", CSS]          -> {"done": true}        two clicks in a row, as a person's double click
   ["focused"]                    -> {"selector": "..."}   the focused element, as tag#id or [data-x=y]
@@ -56,7 +58,7 @@ from selenium.webdriver.common.keys import Keys
 
 KEYS = {"tab": Keys.TAB, "up": Keys.ARROW_UP, "down": Keys.ARROW_DOWN, "left": Keys.ARROW_LEFT, "right": Keys.ARROW_RIGHT,
         "pageup": Keys.PAGE_UP, "pagedown": Keys.PAGE_DOWN, "home": Keys.HOME, "end": Keys.END, "enter": Keys.ENTER,
-        "space": Keys.SPACE}
+        "space": Keys.SPACE, "escape": Keys.ESCAPE}
 
 url = sys.argv[1]
 # axe-core, as the two packages carry it (scripts/install-python-deps.sh).
@@ -92,7 +94,9 @@ function ok() {
   if (kind === "meter") {
     // A level over half the scale: a lit pixel (not the meter's dark well) in the top half.
     const g = element.getContext("2d");
-    const half = g.getImageData(0, 0, element.width, Math.floor(element.height / 2)).data;
+    // A strip's canvas has its gain-reduction lane, painted from the top, on its right: left out.
+    const lanes = element.closest(".strip") ? Math.floor(element.width * 0.7) : element.width;
+    const half = g.getImageData(0, 0, lanes, Math.floor(element.height / 2)).data;
     for (let i = 0; i < half.length; i += 4) if (half[i] + half[i + 1] + half[i + 2] > 240) return true;
     return false;
   }
@@ -152,6 +156,10 @@ try:
             value = float(request[2])
             text = "-inf" if value <= 0 else repr(60 * math.log10(value))
             field = driver.find_element(By.CSS_SELECTOR, f'.strip[data-app="{request[1]}"] .level')
+            if not field.is_enabled():
+                emit({"done": False})   # a locked page: no typing
+                continue
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", field)
             field.click()
             field.send_keys(Keys.CONTROL, "a")
             field.send_keys(text, Keys.ENTER)
@@ -176,6 +184,12 @@ try:
                 done = to
             chain.release().perform()
             emit({"done": True, "pixels": dy})
+        elif verb == "type":
+            field = driver.find_element(By.CSS_SELECTOR, request[1])
+            field.click()
+            field.send_keys(Keys.CONTROL, "a")
+            field.send_keys(request[2])
+            emit({"done": True})
         elif verb == "drag_by":
             element = driver.find_element(By.CSS_SELECTOR, request[1])
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
@@ -227,8 +241,12 @@ try:
                           for v in results["violations"]]
             emit({"violations": found, "versions": versions})
         elif verb == "click":
-            driver.find_element(By.CSS_SELECTOR, request[1]).click()
-            emit({"done": True})
+            found = driver.find_elements(By.CSS_SELECTOR, request[1])
+            if found:
+                # In the middle of the window: not under the sticky header.
+                driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", found[0])
+                found[0].click()
+            emit({"done": bool(found)})
         elif verb == "key":
             # Pressed where the keyboard is: on the last control clicked, as a person would.
             ActionChains(driver).send_keys({"space": Keys.SPACE}[request[1]]).perform()

@@ -43,12 +43,16 @@ let state = null;           // /state's settings, as last read
 let stateTimer = null;
 let waitingForState = false; // a new connection: live once /state has come
 let loudnessShown = false;   // loudness meters come (asked for again with each connection)
+let loudnessRetry = null;    // a refused /meters/loudness is asked again while none come
 
 /** The paths the page sends that change nothing: they go even while the page is locked. */
 const READS = new Set(["/state", "/timeline", "/rights", "/ping", "/subscribe", "/meters", "/meters/levels", "/meters/loudness"]);
 
 function send(path, args = []) {
   if (locked && !READS.has(path)) return refusedByLock();
+  // Not live (reconnecting, or reading everything again): what is shown may be old, and a change
+  // made from it (a key stepping a fader from a stale level) is not sent.
+  if (!live && !READS.has(path)) return;
   if (socket && socket.readyState === WebSocket.OPEN) socket.send(oscMessage(path, args));
 }
 
@@ -63,11 +67,7 @@ function connect() {
     lastHeard = performance.now();
     if (typeof event.data === "string") {
       const command = JSON.parse(event.data);
-      // Apps that come together (a session reload) make one read, not one each.
-      if (command.COMMAND === "PATH_ADDED" || command.COMMAND === "PATH_REMOVED") {
-        clearTimeout(reloadTimer);
-        reloadTimer = setTimeout(reload, 50);
-      }
+      if (command.COMMAND === "PATH_ADDED" || command.COMMAND === "PATH_REMOVED") rebuildSoon();
       else if (command.COMMAND === "ERROR") showError(`${command.DATA.path}: ${command.DATA.message}`);
       return;
     }
@@ -80,9 +80,22 @@ function connect() {
   };
 }
 
+/** Apps that come together (a session reload) make one read, not one each; a read waits while a
+ *  person holds a fader (a rebuild would take it from under their finger). */
+function rebuildSoon() {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(() => {
+    if ([...strips.values()].some((strip) => strip.fader.held) || systemFader.held) return rebuildSoon();
+    reload();
+  }, 50);
+}
+
 /** The connection is gone (closed, or silent for 3 s): nothing shown is live from now on. */
 function lost() {
   live = false;
+  waitingForState = false;
+  clearTimeout(stateTimer);
+  stateDue = Infinity;
   if (lostAt === null) lostAt = new Date();
   document.body.dataset.connected = "no";
   silenceMeters();
@@ -102,11 +115,14 @@ function renderLink() {
     link.textContent = "connecting…";
     return;
   }
-  const seconds = Math.round((Date.now() - lostAt.getTime()) / 1000);
-  link.textContent = `not live since ${lostAt.toLocaleTimeString([], { hour12: false })}`;
+  const since = lostAt.toLocaleTimeString([], { hour12: false });
+  link.textContent = `not live since ${since}`;
+  // Said once (a live region that changed every second would be read out every second); how
+  // long it has been is beside it, outside the region.
   const banner = $("lost");
-  banner.textContent = `Not connected to the router since ${lostAt.toLocaleTimeString([], { hour12: false })} (${seconds} s): `
-    + "what is shown is as it was then, and nothing can be changed. Reconnecting…";
+  const text = `Not connected to the router since ${since}: what is shown is as it was then, and nothing can be changed. Reconnecting…`;
+  if ($("lost-text").textContent !== text) $("lost-text").textContent = text;
+  $("lost-for").textContent = ` (${Math.round((Date.now() - lostAt.getTime()) / 1000)} s)`;
   banner.hidden = false;
 }
 
@@ -115,7 +131,8 @@ function renderLink() {
 setInterval(() => {
   if (!socket || socket.readyState !== WebSocket.OPEN) { if (lostAt !== null) renderLink(); return; }
   const quiet = performance.now() - lastHeard;
-  if (quiet > 3000) { const ws = socket; lost(); ws.close(); return; }
+  // A dead link may take a minute to close: leave it and connect again now.
+  if (quiet > 3000) { const ws = socket; socket = null; lost(); ws.close(); connect(); return; }
   if (quiet > 1000) socket.send(oscMessage("/ping"));
 }, 1000);
 
@@ -233,7 +250,11 @@ function received(message) {
 /** An /error: the page's own reads that this router cannot serve are quietly left out. */
 function refused([path, code, text]) {
   if (path === "/meters/levels") return send("/meters", [["f", 20]]);   // a router without RMS levels
-  if (path === "/meters/loudness") return;                               // no loudness metered
+  if (path === "/meters/loudness") {                                      // none metered yet
+    clearTimeout(loudnessRetry);
+    loudnessRetry = setTimeout(() => { if (socket && !loudnessShown) send("/meters/loudness", [["f", 10]]); }, 1000);
+    return;
+  }
   if (code === -5) send("/rights");   // the rights may have changed (the key was changed)
   showError(`${path}: ${text}`);
 }
@@ -355,5 +376,6 @@ for (const leaf of ["level", "attack", "release"]) {
 }
 
 document.body.dataset.connected = "no";
+applyLock();   // a locked page is locked from its first paint
 renderLink();
 connect();

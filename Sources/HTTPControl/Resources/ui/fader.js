@@ -12,8 +12,8 @@
 const Taper = {
   /** The level heard at a position, dB (-Infinity at 0). */
   decibels(position) { return position <= 0 ? -Infinity : 60 * Math.log10(position); },
-  /** The position heard at a level. */
-  position(decibels) { return decibels === -Infinity ? 0 : Math.max(0, Math.min(1, Math.pow(10, decibels / 60))); },
+  /** The position heard at a level (above 1 for a level above 0 dB, which a gain can set). */
+  position(decibels) { return decibels === -Infinity ? 0 : Math.max(0, Math.pow(10, decibels / 60)); },
   /** "-20.0 dB", "-∞ dB" (a typographic minus, as a desk prints it). */
   text(decibels, unit = " dB") {
     if (decibels === -Infinity || decibels <= -144) return `−∞${unit}`;
@@ -120,7 +120,7 @@ class Fader {
   }
 
   draw() {
-    const percent = `${this.shown * 100}%`;
+    const percent = `${Math.min(1, this.shown) * 100}%`;
     if (this.vertical) { this.cap.style.bottom = percent; this.fill.style.height = percent; }
     else { this.cap.style.left = percent; this.fill.style.width = percent; }
     const text = Taper.text(Taper.decibels(this.shown));
@@ -129,8 +129,11 @@ class Fader {
     if (this.onShow) this.onShow(this.shown, text);
   }
 
-  /** Pixels from one end of the track to the other. */
-  length() {
+  /** Pixels from one end of the track to the other: measured when a drag starts (reading the
+   *  layout on every move, after the cap was moved, would make the browser lay out each time). */
+  length() { return this.trackLength || this.measure(); }
+
+  measure() {
     const box = this.track.getBoundingClientRect();
     return Math.max(1, this.vertical ? box.height : box.width);
   }
@@ -143,6 +146,7 @@ class Fader {
     this.pointers.set(event.pointerId, { x: event.clientX, y: event.clientY });
     if (this.pointers.size > 1) return;   // a second finger: finer, not a second drag
     this.held = true;
+    this.trackLength = this.measure();
     this.drag = { x: event.clientX, y: event.clientY, from: this.shown, moved: false, fine: event.shiftKey };
   }
 
@@ -202,23 +206,38 @@ class Fader {
       case "PageDown": to = from - 6; break;
       case "Home": to = 0; break;
       case "End": to = -Infinity; break;
-      case "Enter": to = 0; break;
       default: return;
     }
     event.preventDefault();
-    // Below -90 dB a step down is silence; from silence a step up is -90 dB.
+    // Below -90 dB a step down is silence; from silence a step up is -89 dB. Steps never go
+    // above 0 dB, the top, nor pull a level set above it (a gain) down to it but by their size.
     if (to !== -Infinity && to < -90) to = -Infinity;
-    this.commit(Taper.position(Math.min(0, to)));
+    this.commit(Taper.position(Math.min(Math.max(0, decibels), to)));
   }
 
   /** What the person has it at, sent at most once a frame. */
   show(position) {
     this.held = true;
-    this.shown = Math.max(0, Math.min(1, position));
+    this.shown = Math.max(0, Math.min(this.top(), position));
     this.draw();
     if (this.pending === null) {
-      this.pending = requestAnimationFrame(() => { this.pending = null; if (this.held) this.sendValue(this.shown); });
+      this.pending = requestAnimationFrame(() => {
+        this.pending = null;
+        if (!this.held) return;
+        this.remember(Math.fround(this.shown));
+        this.sendValue(this.shown);
+      });
     }
+  }
+
+  /** The highest position a person can move it to: the top (0 dB), or where a gain above 0 dB
+   *  put it, so that touching such a fader does not pull it down to 0 dB. */
+  top() { return Math.max(1, this.value); }
+
+  /** A value sent whose answer, when it comes after a later one was sent, is not shown. */
+  remember(value) {
+    this.sent.push(value);
+    if (this.sent.length > 64) this.sent.shift();
   }
 
   /** A value set at once (a key, unity, the end of a drag): sent now, then the router's shown. */
@@ -226,9 +245,9 @@ class Fader {
     if (this.locked) return;
     if (this.pending !== null) { cancelAnimationFrame(this.pending); this.pending = null; }
     this.held = true;
-    this.shown = Math.max(0, Math.min(1, position));
+    this.shown = Math.max(0, Math.min(this.top(), position));
     this.draw();
-    if (this.awaiting !== null) this.sent.push(this.awaiting);
+    if (this.awaiting !== null) this.remember(this.awaiting);
     this.awaiting = Math.fround(this.shown);
     this.sendValue(this.shown);
     this.letGo();

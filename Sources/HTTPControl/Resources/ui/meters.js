@@ -39,6 +39,7 @@ function makeMeter(kind, name, canvas, clip) {
     clip.addEventListener("click", () => { meter.clipped = false; renderClip(meter); });
   }
   meters.set(meterKey(kind, name), meter);
+  if (clipsLit.has(meterKey(kind, name))) { meter.clipped = true; renderClip(meter); }
   sizeMeter(meter);
   return meter;
 }
@@ -60,7 +61,12 @@ function sizeMeter(meter) {
 
 const meterResize = new ResizeObserver(() => { for (const meter of meters.values()) sizeMeter(meter); });
 
+/** The page is built again (apps came or went): the meters go, but a lit clip light stays lit on
+ *  the strip or route of the same name, until a person clicks it. */
+const clipsLit = new Set();
 function forgetMeters() {
+  clipsLit.clear();
+  for (const [key, meter] of meters) if (meter.clipped) clipsLit.add(key);
   meters.clear();
   meterResize.disconnect();
 }
@@ -72,15 +78,20 @@ function meterReading(kind, name, peaks, rms) {
   const meter = meters.get(meterKey(kind, name));
   if (!meter) return;
   const now = performance.now();
+  let changed = meter.channels.length !== peaks.length;
   peaks.forEach((peak, index) => {
     const channel = meter.channels[index] ||= { peak: METER.floorDb, rms: null, shownPeak: METER.floorDb, shownRms: METER.floorDb, hold: METER.floorDb, holdUntil: 0 };
+    const level = rms ? rms[index] : null;
+    if (peak !== channel.peak || level !== channel.rms) changed = true;
     channel.peak = peak;
-    channel.rms = rms ? rms[index] : null;
+    channel.rms = level;
     if (peak >= channel.shownPeak) channel.shownPeak = peak;
     if (peak >= channel.hold) { channel.hold = peak; channel.holdUntil = now + METER.holdSeconds * 1000; }
     if (peak >= METER.clipDb && !meter.clipped) { meter.clipped = true; renderClip(meter); }
   });
   meter.channels.length = peaks.length;
+  // The same reading again (silence, a steady tone) paints nothing.
+  if (!changed) return;
   meter.dirty = true;
   wake();
 }

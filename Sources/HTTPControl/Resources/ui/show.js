@@ -69,6 +69,7 @@ function renderShow(showState) {
     button.onclick = () => send("/scene/recall", [["s", name]]);
     return button;
   }));
+  applyLock();   // the buttons just made look as locked as the rest
 }
 
 // GO, once: a second GO within a quarter of a second (a double click, a bounced key) is taken
@@ -83,16 +84,18 @@ function go() {
 
 $("go").onclick = go;
 $("cue-back").onclick = () => send("/cue/back");
-// With a show, the space bar is GO wherever the keyboard is, but in a field one types into. A focused button
-// (the last one clicked) would otherwise take the space as a click of its own, on key up: both
-// are kept from it.
+// With a show, the space bar is GO wherever the keyboard is, as on a show controller: a focused
+// button (the last one clicked, or one reached with Tab, which Enter presses) does not take it.
+// Controls only the space bar works keep it: a checkbox, a fader, the Lock; and so does a field one
+// types into. Without a show (no scenes, no cues) the space bar is the page's.
 function typing(target) {
   return target instanceof HTMLElement && target.matches("textarea, select, input:not([type=range]):not([type=checkbox]):not([type=button])");
 }
-// Without a show (no scenes, no cues) the space bar is left to the page: it presses the button
-// that has the focus, as everywhere.
+function keepsSpace(target) {
+  return target instanceof HTMLElement && (typing(target) || target.matches("input[type=checkbox], [role=slider], #lock"));
+}
 function spaceIsGo(event) {
-  return event.code === "Space" && !$("show").hidden && !typing(event.target);
+  return event.code === "Space" && !$("show").hidden && !keepsSpace(event.target);
 }
 document.addEventListener("keydown", (event) => {
   if (!spaceIsGo(event) || event.ctrlKey || event.altKey || event.metaKey) return;

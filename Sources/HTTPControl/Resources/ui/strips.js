@@ -42,7 +42,13 @@ function buildStrip(app) {
   level.title = "type a level in dB (-20, -inf) and press Enter";
   fader.onShow = (position, text) => { if (document.activeElement !== level) level.value = text; };
   level.addEventListener("change", () => fader.typed(level.value, showError));
-  level.addEventListener("keydown", (event) => { if (event.key === "Escape") { level.blur(); } });
+  // Escape gives up what was typed: the field shows the fader's level again before it loses the
+  // focus, so the change that blur brings sends nothing.
+  level.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    level.value = Taper.text(Taper.decibels(fader.shown));
+    level.blur();
+  });
   level.addEventListener("blur", () => fader.draw());
   fader.draw();
   const body = element.querySelector(".strip-body");
@@ -83,11 +89,8 @@ function renderApp(app, leaf, value) {
       renderReduction(app);
       return;
     }
-    case "why": {
-      const why = value[0] || "";
-      element.querySelector(".why").textContent = why;
-      return;
-    }
+    case "why":
+      return renderReduction(app);   // the why in words, with the rule
     case "category":
       element.querySelector(".category").textContent =
         [value[0], (value[1] || "").split(",").join(", "), value[2] !== "default" ? value[2] : ""].filter(Boolean).join(" · ");
@@ -123,6 +126,7 @@ function reductionOf(app) {
   if (state === "interrupted" || state === "silenced") return -Infinity;
   const known = held.get(app);
   if (!known || state !== "ducked") return 0;
+  if (!(known.gainDb > -144)) return -Infinity;   // -144: silence
   const volume = (values[`/app/${app}/volume`] || [1])[0];
   if (!(volume > 0)) return 0;
   return Math.min(0, Math.round((known.gainDb - Taper.decibels(volume)) * 10) / 10);

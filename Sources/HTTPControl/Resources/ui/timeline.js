@@ -10,15 +10,17 @@ let timelineNewest = 0;
 let timelineTimer = null;
 const TIMELINE_SHOWN = 200;
 
-/** Asks for the events after the newest the page has, once for a burst of notifications. */
+/** Asks for the events after the newest the page has, once for a burst of notifications, and
+ *  never later than 60 ms after the first of them. */
 function askTimeline(delay = 60) {
-  clearTimeout(timelineTimer);
-  timelineTimer = setTimeout(() => send("/timeline", [["i", timelineNewest]]), delay);
+  if (timelineTimer !== null) return;
+  timelineTimer = setTimeout(() => { timelineTimer = null; send("/timeline", [["i", timelineNewest]]); }, delay);
 }
 
 /** Reads the whole timeline again (a new connection: the router may have restarted). */
 function reloadTimeline() {
   clearTimeout(timelineTimer);
+  timelineTimer = null;
   timelineEvents.length = 0;
   timelineNewest = 0;
   $("timeline-list").replaceChildren();
@@ -32,15 +34,26 @@ function timelineReply(json) {
   // A router that started again counts from 1: what the page had is from before.
   if (answer.newest < timelineNewest) {
     timelineEvents.length = 0;
+    timelineNewest = 0;
     $("timeline-list").replaceChildren();
   }
   const list = $("timeline-list");
-  for (const event of answer.events || []) {
-    if (timelineEvents.length && event.number <= timelineEvents[timelineEvents.length - 1].number) continue;
-    timelineEvents.push(event);
-    list.prepend(timelineItem(event));
+  const known = new Set(timelineEvents.map((event) => event.number));
+  const fresh = (answer.events || []).filter((event) => !known.has(event.number));
+  const newest = timelineEvents.length ? timelineEvents[timelineEvents.length - 1].number : 0;
+  if (fresh.some((event) => event.number < newest)) {
+    // An answer that overtook another (a read of everything after a read of what was new):
+    // in the order the router numbered them, built again.
+    timelineEvents.push(...fresh);
+    timelineEvents.sort((a, b) => a.number - b.number);
+    list.replaceChildren(...timelineEvents.map(timelineItem).reverse());
+  } else {
+    for (const event of fresh) {
+      timelineEvents.push(event);
+      list.prepend(timelineItem(event));
+    }
   }
-  timelineNewest = answer.newest;
+  timelineNewest = Math.max(timelineNewest, answer.newest);
   while (timelineEvents.length > TIMELINE_SHOWN) {
     timelineEvents.shift();
     list.lastElementChild.remove();
