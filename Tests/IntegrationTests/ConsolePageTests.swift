@@ -262,13 +262,14 @@ struct ConsolePageTests {
         try waitFor("RMS no longer measured once the page is closed") { measuresRMS() == false }
     }
 
-    @Test("with a show: a checkbox and the Lock keep the space bar (the silent switch toggles, the Lock locks, no cue fires; ShowTests.page hears it as GO elsewhere); Escape in a level field sends nothing")
+    @Test("with a show: a checkbox and the Lock keep the space bar (the silent switch toggles, the Lock locks, no cue fires); elsewhere it is GO, but not while locked; Escape in a level field sends nothing")
     func showKeyboard() throws {
         let rig = try OSCRig(routes: ControlPageTests.routes, show: ShowTests.show, http: true)
         defer { rig.close() }
         let browser = try Self.open(rig)
         #expect(browser.call(["wait_text", "#cue-next", "1 · half", 3])?["found"] as? Bool == true)
-        func cueState() throws -> [OSCArgument] { try #require(try rig.query("/cue/state")).arguments }
+        /// `/cue/state`'s answer after the path: the cue last fired, its scene, the next, its scene, how many.
+        func cueState() throws -> [OSCArgument] { Array(try #require(try rig.query("/cue/state")).arguments.dropFirst()) }
         let before = try cueState()
         // Tab to the silent switch: the space bar toggles it and fires no cue.
         #expect(browser.call(["tab_to", "#silent", 300])?["found"] as? Bool == true)
@@ -287,6 +288,17 @@ struct ConsolePageTests {
         _ = browser.call(["keys", ["space"]])
         #expect(browser.call(["wait_attr", "#lock", "aria-pressed", "true", 2])?["found"] as? Bool == true)
         #expect(try cueState() == before, "no cue fired")
+        // Elsewhere the space bar is GO, unless the page is locked.
+        _ = browser.call(["click", "h1"])
+        _ = browser.call(["keys", ["space"]])
+        Thread.sleep(forTimeInterval: 0.3)   // a GO would be answered at once; none may come
+        #expect(try cueState() == before, "locked: no GO")
+        _ = browser.call(["click", "#lock"])
+        _ = browser.call(["click", "#lock"])
+        #expect(browser.call(["attr", "#lock", "aria-pressed"])?["value"] as? String == "false", "unlocked")
+        _ = browser.call(["click", "h1"])
+        _ = browser.call(["keys", ["space"]])
+        try waitFor("GO from the space bar") { (try? cueState())?.first == .int32(1) }
         _ = browser.call(["quit"])
     }
 }
