@@ -44,7 +44,11 @@ extension ControlServer {
             OSCMessage("/duckrouter/loudness", [.string($0.kind.rawValue), .string($0.name), lufs($0.momentary), lufs($0.shortTerm)])
         })
         var dropped: [Target] = []
-        for target in due where !send(bytes, to: target, conflatable: true) { dropped.append(target) }
+        // Not conflatable: a stream keeps one slot for the latest conflatable frame, and the peak or
+        // level bundle of the same tick (20 Hz against these 10 Hz) would take it before this one
+        // is written, so a control page that shows both never got its loudness. A peer too slow for
+        // these small frames fills its bounded queue and is dropped like any other.
+        for target in due where !send(bytes, to: target, conflatable: false) { dropped.append(target) }
         for target in dropped {
             logger.warning("dropping a loudness subscriber after repeated failures", metadata: ["url": "\(target.url)"])
             release(target)

@@ -40,6 +40,10 @@ public final class Timeline: @unchecked Sendable {
     private var heldTotal = 0
     private var lastXruns: Date?
     public let capacity: Int
+    /// How many apps' last states are kept for the words of their next event.
+    static let appsKept = 4096
+    /// How many are kept now (tests).
+    var appsRemembered: Int { lock.withLock { lastState.count } }
     /// At most one xrun event in this many seconds; the xruns between are counted into the next
     /// (`flushXruns` makes it once the spacing has passed, if no xrun comes to).
     public static let xrunSpacing: TimeInterval = 10
@@ -127,8 +131,13 @@ public final class Timeline: @unchecked Sendable {
             let before = lastState[app]
             guard before != record else { return nil }
             lastState[app] = record
-            // Apps come and go by name: what is kept of those gone stays bounded.
-            if lastState.count > 4096 { lastState = lastState.filter { $0.value.state != .inactive } }
+            // Apps come and go by name, and one removed is told of no more: what is kept stays
+            // bounded. Over the bound, the inactive go; if that is not enough, all but this one
+            // (the next state of another then reads without its "before").
+            if lastState.count > Self.appsKept {
+                lastState = lastState.filter { $0.value.state != .inactive }
+                if lastState.count > Self.appsKept { lastState = [app: record] }
+            }
             if state == .inactive, before == nil { return nil }
             var changed = ["state": before.map { "\($0.state.rawValue) → \(state.rawValue)" } ?? state.rawValue,
                            "gainDb": Self.decibels(gain)]

@@ -43,6 +43,16 @@ struct TimelineTests {
         #expect(events[5].text == "2 xruns (3 since start)")
     }
 
+    @Test("Apps by the thousand, each active and then removed (no inactive follows): what is kept of them stays bounded")
+    func manyApps() {
+        let timeline = Timeline(capacity: 4)
+        for index in 0..<(3 * Timeline.appsKept) {
+            timeline.record(.policy(.appState(app: "app\(index)", state: .active, gainDecibels: 0, reason: .osc)))
+            #expect(timeline.appsRemembered <= Timeline.appsKept + 1)
+        }
+        #expect(timeline.events(after: 0).newest == 3 * Timeline.appsKept, "every one is still an event")
+    }
+
     @Test("A ring: the last events, oldest first; a reader asks for what came after its last")
     func ring() {
         let timeline = Timeline(capacity: 4)
