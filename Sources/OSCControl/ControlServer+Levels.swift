@@ -47,11 +47,7 @@ extension ControlServer {
             bundles[since] = bytes
             if !send(bytes, to: target, conflatable: true) { dropped.append(target) }
         }
-        for target in dropped {
-            logger.warning("dropping a level subscriber after repeated failures", metadata: ["url": "\(target.url)"])
-            release(target)
-        }
-        levelTargets.removeAll { target in dropped.contains { $0 === target } }
+        drop(dropped, from: &levelTargets, "level")
     }
 
     /// The meters of the readings after `since`, merged: the peaks' maximum, the squares and

@@ -49,10 +49,6 @@ extension ControlServer {
         // is written, so a control page that shows both never got its loudness. A peer too slow for
         // these small frames fills its bounded queue and is dropped like any other.
         for target in due where !send(bytes, to: target, conflatable: false) { dropped.append(target) }
-        for target in dropped {
-            logger.warning("dropping a loudness subscriber after repeated failures", metadata: ["url": "\(target.url)"])
-            release(target)
-        }
-        loudnessTargets.removeAll { target in dropped.contains { $0 === target } }
+        drop(dropped, from: &loudnessTargets, "loudness")
     }
 }

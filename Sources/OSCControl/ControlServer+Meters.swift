@@ -72,11 +72,7 @@ extension ControlServer {
             merged[since] = group
             if !send(bytes, to: target, conflatable: true) { dropped.append(target) }
         }
-        for target in dropped {
-            logger.warning("dropping a meter subscriber after repeated failures", metadata: ["url": "\(target.url)"])
-            release(target)
-        }
-        meterTargets.removeAll { target in dropped.contains { $0 === target } }
+        drop(dropped, from: &meterTargets, "meter")
         // Ticks every subscriber has had.
         let oldest = (meterTargets + levelTargets).map(\.lastMeter).min() ?? now
         meterHistory.removeAll { $0.time <= oldest }
@@ -103,6 +99,18 @@ extension ControlServer {
             })
         }
         return meterBundle!.encode(values)
+    }
+
+    /// Removes the subscribers whose sends failed repeatedly from `targets` (peak, level or
+    /// loudness meters: `kind` names them in the log) and lets their sockets go. One write of
+    /// `targets`, so an observer on it (the level targets' turning RMS off) runs once.
+    func drop(_ failed: [Target], from targets: inout [Target], _ kind: String) {
+        guard !failed.isEmpty else { return }
+        for target in failed {
+            logger.warning("dropping a \(kind) subscriber after repeated failures", metadata: ["url": "\(target.url)"])
+            release(target)
+        }
+        targets.removeAll { target in failed.contains { $0 === target } }
     }
 
     /// Starts sending `target` meters at `rate` Hz.
