@@ -72,11 +72,23 @@ struct LevelMeterTests {
         // silence: at most one of those.
         let heard = music.filter { $0.count == 2 && $0.allSatisfy { $0.peak > -100 } }
         #expect(heard.count >= music.count - 1, "music heard in \(heard.count) of \(music.count) bundles")
-        for channels in heard {
-            for (channel, level) in channels.enumerated() {
+        // PipeWire's late graph gives the router a whole cycle of exact silence now and then and
+        // tells no one (`Recording.lateGraphCycles`): that lowers a bundle's RMS (one cycle in a
+        // bundle's eight by 0.58 dB) and never its peak, and never raises it. There, a few bundles
+        // may read low by up to two such cycles (1.25 dB); the median must still be right. On
+        // jackd every bundle must.
+        let lateGraph = JackServer.Implementation.current == .pipewire
+        for channel in 0..<2 {
+            let levels = heard.map { $0[channel] }
+            let rms = levels.map(\.rms).sorted()
+            let off = levels.filter { abs($0.rms - -9.03) >= 0.3 }
+            let excused = lateGraph && off.count <= 3 && off.allSatisfy { $0.rms < -9.03 && $0.rms > -9.03 - 1.3 }
+            for level in levels {
                 #expect(abs(level.peak - -6.02) < 0.1, "music channel \(channel + 1): peak \(level.peak) dBFS")
-                #expect(abs(level.rms - -9.03) < 0.3, "music channel \(channel + 1): RMS \(level.rms) dBFS")
             }
+            #expect(off.isEmpty || excused, "music channel \(channel + 1): RMS of \(off.count) bundles off by 0.3 dB or more: \(off.map(\.rms))")
+            #expect(rms.isEmpty || abs(rms[rms.count / 2] - -9.03) < 0.1, "music channel \(channel + 1): median RMS \(rms.isEmpty ? .nan : rms[rms.count / 2]) dBFS")
+            if !off.isEmpty && excused { print("levels: channel \(channel + 1): \(off.count) bundles low (late graph): \(off.map(\.rms))") }
         }
         #expect(game.allSatisfy { $0.count == 2 && $0.allSatisfy { $0.peak == -144 && $0.rms == -144 } }, "game is silent: \(game)")
 
