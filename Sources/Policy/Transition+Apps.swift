@@ -25,7 +25,11 @@ extension Transition {
             state.availableRoutes.append(route)
         } else {
             state.availableRoutes.removeAll { $0 == route }
-            if state.selectedRoute == route { state.selectedRoute = nil }
+            if state.selectedRoute == route {
+                // A setting that changed: saved, or a restart would select the route again.
+                state.selectedRoute = nil
+                save = true
+            }
             // Headphones pulled: what played through them stops, everywhere (it must not jump to
             // the speaker). multiRoute apps play to every route at once and just lose this one.
             if previous == route && state.privateRoutes.contains(route) {

@@ -38,6 +38,21 @@ struct RouteSelectionTests {
         #expect(unchanged.isEmpty, "already available: nothing happens")
     }
 
+    /// Found by the chaos run (seed 7 on PipeWire): the selection a route's going clears was
+    /// not saved, so a router started again with that route there selected it again, though it
+    /// had run unselected since.
+    @Test("a selection its route's going clears is saved (the state file holds no selection); a route going that held none saves nothing")
+    func clearedSelectionSaved() throws {
+        var policy = makePolicy()
+        _ = try policy.apply(.selectRoute("headphones"))
+        let pulled = try policy.apply(.setRouteAvailable(route: "headphones", false))
+        #expect(policy.state.selectedRoute == nil)
+        #expect(pulled.contains(.save), "the cleared selection is a setting that changed")
+        _ = try policy.apply(.setRouteAvailable(route: "headphones", true))
+        let unselected = try policy.apply(.setRouteAvailable(route: "headphones", false))
+        #expect(!unselected.contains(.save), "no selection changed")
+    }
+
     @Test("private headphones pulled: what played through them is interrupted (routeDisconnected) and stays silent on the speaker until it activates again")
     func privateRouteGoes() throws {
         var policy = makePolicy(privateRoutes: ["headphones"])
