@@ -34,7 +34,7 @@ INSTALL_DIRS = PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' MANDIR
 # The one version (Sources/BuildInfo/Version.swift): the binaries' --version and the package's.
 VERSION := $(shell scripts/dist.sh version)
 
-.PHONY: all deps build release run test test-pipewire tsan bench fuzz soak hostile clean dist install uninstall deb deb-test print-version
+.PHONY: all deps build release run test test-pipewire tsan bench fuzz soak hostile chaos chaos-cases clean dist install uninstall deb deb-test print-version
 
 all: build
 
@@ -97,6 +97,29 @@ hostile: deps
 	$(SWIFT) build -c release --product duckrouter
 	$(SWIFT) build -c release --product duckhostile
 	.build/release/duckhostile --duckrouter .build/release/duckrouter --seconds $(HOSTILE_SECONDS) $(HOSTILE_ARGS)
+
+## A seeded schedule of faults around the router (servers killed, frozen and restarted, devices
+## unplugged, reloads, SIGKILLs, garbage, a read-only state folder...), checked after each step
+## against a model of what should be heard and kept (docs/RELIABILITY.md, "The chaos run"):
+## MINUTES (5), SEED (default: from the clock, printed; a failed run prints the one to replay),
+## SERVER (jackd or pipewire); the report goes to CHAOS_REPORT with a plot beside it.
+MINUTES ?= 5
+SERVER ?= jackd
+CHAOS_REPORT ?= .build/chaos-report.txt
+chaos: deps
+	@scripts/install-deps.sh $(TEST_PACKAGES)
+	$(SWIFT) build -c release --product duckrouter
+	$(SWIFT) build -c release --product duckchaos
+	scripts/chaos.sh $(SERVER) .build/release/duckchaos --duckrouter .build/release/duckrouter --minutes $(MINUTES) \
+		$(if $(SEED),--seed $(SEED)) --report $(CHAOS_REPORT) $(CHAOS_ARGS)
+
+## Every schedule that found a defect, played again on both servers (Sources/ChaosRig/ChaosCases.swift).
+chaos-cases: deps
+	@scripts/install-deps.sh $(TEST_PACKAGES)
+	$(SWIFT) build -c release --product duckrouter
+	$(SWIFT) build -c release --product duckchaos
+	scripts/chaos.sh jackd .build/release/duckchaos --duckrouter .build/release/duckrouter --cases
+	scripts/chaos.sh pipewire .build/release/duckchaos --duckrouter .build/release/duckrouter --cases
 
 ## Fuzz the OSC decoder, the session-file loader, OSCQuery commands and the HTTP port's wire (request heads,
 ## WebSocket frames) with libFuzzer, FUZZ_SECONDS (300) each.

@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "oscbench", targets: ["oscbench"]),
         .executable(name: "ducksoak", targets: ["ducksoak"]),
         .executable(name: "duckhostile", targets: ["duckhostile"]),
+        .executable(name: "duckchaos", targets: ["duckchaos"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -159,6 +160,14 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // The chaos run (make chaos, and 90 s in make test): a seeded schedule of faults around
+        // the router, a model of what should be heard and kept, and a check after each step.
+        .target(name: "ChaosRig", dependencies: ["JackHost", "JackRig", "OSCTransport"]),
+        .executableTarget(name: "duckchaos", dependencies: [
+            "ChaosRig",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
         // libFuzzer targets (make fuzz). Built with -sanitize=fuzzer they fuzz; built normally they
         // replay a corpus once (the weak driver in CFuzzerDriver), which the tests do.
         .target(name: "CFuzzerDriver"),
@@ -200,7 +209,7 @@ let package = Package(
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackRig", "CAllocCounter", "OSCTransport", "Loudness",
-            "BuildInfo", "ControlVocabulary", "Policy",
+            "BuildInfo", "ControlVocabulary", "Policy", "ChaosRig",
         ], exclude: ["Resources"]),
     ]
 )

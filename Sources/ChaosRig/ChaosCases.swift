@@ -1,0 +1,15 @@
+/// The schedules that found a defect, kept so they can be played again (`make chaos-cases`, or
+/// `duckchaos --cases`): each seed on its server for as long as it took, plus a margin. Each
+/// defect also has a regression test of its own, in the suite of the code it was in.
+public struct ChaosCase: Sendable {
+    public var seed: UInt64
+    /// `jackd` or `pipewire`.
+    public var server: String
+    public var seconds: Double
+    public var found: String
+
+    public static let all = [
+        ChaosCase(seed: 7, server: "pipewire", seconds: 160,
+                  found: "a selection its route's going cleared was not saved (RouteSelectionTests.clearedSelectionSaved)"),
+    ]
+}

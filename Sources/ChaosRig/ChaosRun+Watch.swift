@@ -1,0 +1,68 @@
+import Foundation
+import JackRig
+
+/// What is watched all through the run, between checks: every sample the sinks heard (no NaN,
+/// no click outside a fault that stops the sound itself) and the router's threads, descriptors
+/// and memory.
+extension ChaosRun {
+    /// Reads the sinks' events since the last call; a non-finite sample, or a step that no fault,
+    /// missed cycle or late graph explains, is a violation.
+    func watchSound() {
+        let events = stage.takeEvents()
+        guard !events.isEmpty else { return }
+        let seen = daemon.state().flatMap(ChaosObservation.init)
+        let xruns = seen?.xruns ?? lastXruns
+        let xrunsMeanwhile = xruns != lastXruns
+        lastXruns = xruns
+        let period = UInt32(stage.period)
+        let pipewire = stage.implementation == "pipewire"
+        // Frames near which a step says nothing of the router: a cycle a sink or the router
+        // missed, or (on PipeWire) a whole cycle of silence its late graph gave.
+        var near: [(route: String?, frame: UInt32, frames: UInt32)] = []
+        for (route, event) in events {
+            switch event.kind {
+            case .gap: near.append((route, event.frameTime, period)); report.sinkGaps += 1
+            case .isolatedSilence where pipewire: near.append((route, event.frameTime, UInt32(event.size))); report.lateGraphCycles += 1
+            default: break
+            }
+        }
+        for gap in seen?.recentGaps ?? [] { near.append((nil, gap.first, gap.frames)) }
+        for (route, event) in events {
+            switch event.kind {
+            case .gap:
+                continue
+            case .nonFinite:
+                violate("\(route): \(event)")
+                return
+            case .isolatedSilence, .step:
+                if breaks.contains(where: { event.monotonicNanoseconds >= $0.from &- 100_000_000 && event.monotonicNanoseconds <= $0.to &+ 1_500_000_000 }) {
+                    report.stepsInFaults += 1
+                    continue
+                }
+                if event.kind == .isolatedSilence && pipewire { continue }
+                let explained = near.contains { gap in
+                    (gap.route == nil || gap.route == route) && event.frameTime &- gap.frame &+ 2 * period <= gap.frames &+ 4 * period
+                }
+                if explained { report.stepsAtMissedCycles += 1; continue }
+                if xrunsMeanwhile { report.stepsAtXruns += 1; continue }
+                violate("\(route): \(event), with no fault, missed cycle or xrun to explain it")
+                return
+            }
+        }
+    }
+
+    /// Samples the router's resources; too many threads or descriptors is a violation.
+    func watchResources() {
+        guard let now = daemon.resources() else { return }
+        report.resources.append(.init(at: elapsed, threads: now.threads, descriptors: now.descriptors, residentKB: now.residentKB,
+                                      held: peers.stuckCount, pid: daemon.pid ?? 0))
+        guard let baseline = report.baseline else { return }
+        if now.threads > baseline.threads + 16 {
+            violate("the router runs \(now.threads) threads (\(baseline.threads) at the start)")
+        }
+        // Connections are capped per listener (OSC 64 + 8, HTTP 64 + 8): a peer never holds more.
+        if now.descriptors > baseline.descriptors + 200 {
+            violate("the router holds \(now.descriptors) descriptors (\(baseline.descriptors) at the start) with \(peers.stuckCount) connections held")
+        }
+    }
+}

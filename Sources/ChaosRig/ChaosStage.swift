@@ -1,0 +1,96 @@
+import Foundation
+import JackHost
+import JackRig
+
+/// The JACK side of the chaos run: a private server (jackd, or PipeWire with `JACK_IMPL=pipewire`),
+/// one source client playing every app's tone, and one sink client per route. The run kills and
+/// brings back each of them; the router only ever sees their ports come and go.
+public final class ChaosStage: @unchecked Sendable {
+    // @unchecked: used from the harness's thread only.
+    public let server: JackServer
+    public private(set) var source: TestClient?
+    public private(set) var sinks: [String: ToneSink] = [:]
+    public let sampleRate: Int
+    /// The server's period now (the run changes it).
+    public var period: Int
+
+    public init(period: Int) throws {
+        server = try JackServer(period: period)
+        self.period = period
+        sampleRate = server.sampleRate
+        try startSource()
+        for device in ChaosSession.devices { try plug(device.route) }
+    }
+
+    public var implementation: String { JackServer.Implementation.current.program }
+
+    public func startSource() throws {
+        let apps = ChaosSession.everyApp
+        let outputs = apps.flatMap { app in app.sourcePorts.map { String($0.split(separator: ":").last!) } }
+        let client = try TestClient(name: ChaosSession.source, server: server.name, outputs: outputs)
+        for (index, app) in apps.enumerated() {
+            let tone = Signals.sine(frequency: app.frequency, amplitude: ChaosSession.amplitude, sampleRate: sampleRate)
+            client.setSignal(tone, output: 2 * index)
+            client.setSignal(tone, output: 2 * index + 1)
+        }
+        source = client
+    }
+
+    public func killSource() {
+        source?.close()
+        source = nil
+    }
+
+    /// A route's device comes (back): its sink client and ports.
+    public func plug(_ route: String) throws {
+        guard sinks[route] == nil, let device = ChaosSession.devices.first(where: { $0.route == route }) else { return }
+        sinks[route] = try ToneSink(name: device.client, server: server.name, inputs: ["in_1", "in_2"],
+                                    stepLimit: ChaosSession.stepLimit(sampleRate: sampleRate))
+    }
+
+    /// A route's device is unplugged: its client closes and its ports vanish.
+    public func unplug(_ route: String) {
+        sinks.removeValue(forKey: route)?.close()
+    }
+
+    /// The server killed: every client of it is gone with it.
+    public func killServer() {
+        server.kill9()
+        killSource()
+        for route in Array(sinks.keys) { unplug(route) }
+    }
+
+    /// The server started again, then the source and every device in `routes`; returns when
+    /// the server was launched.
+    @discardableResult
+    public func restartServer(devices routes: [String]) throws -> Date {
+        let launched = try server.restart()
+        try startSource()
+        for route in routes { try plug(route) }
+        return launched
+    }
+
+    /// Plays the tones of OSC-registered apps into their ports, as the programs behind them would
+    /// once their ports appear: connects each source port to `<router>:<app>_in_<k>` if not yet.
+    public func connectRegistered(_ apps: [ChaosModel.App], routerClient: String = "duckrouter") {
+        guard let source else { return }
+        for app in apps where !app.fromSession {
+            for (index, port) in app.sourcePorts.enumerated() {
+                let destination = "\(routerClient):\(app.name)_in_\(index + 1)"
+                guard source.client.portExists(destination), !source.client.connections(of: port).contains(destination) else { continue }
+                try? source.connect(port, to: destination)
+            }
+        }
+    }
+
+    /// Every sink's events since the last call, by route.
+    public func takeEvents() -> [(route: String, event: ToneSink.Event)] {
+        sinks.sorted { $0.key < $1.key }.flatMap { route, sink in sink.takeEvents().map { (route, $0) } }
+    }
+
+    public func stop() {
+        killSource()
+        for route in Array(sinks.keys) { unplug(route) }
+        server.stop()
+    }
+}
