@@ -26,14 +26,22 @@ struct ReloadBacklog: Equatable {
         let fileEvent: PolicyEvent?
         /// The app it is about (nil: none): it goes with the app.
         var app: String?
+        /// An app the file added whose ports JACK refused (the server went away under the
+        /// request): carried out again when the router next joins the server, not left for a
+        /// restart of the router (`Router.retryAdditions`).
+        var addition: SessionReload.Step?
 
-        init(subject: String, reason: String, event: PolicyEvent?, app: String? = nil) {
+        init(subject: String, reason: String, event: PolicyEvent?, app: String? = nil, addition: SessionReload.Step? = nil) {
             self.subject = subject
             self.reason = reason
             self.event = event
             self.fileEvent = event
             self.app = app ?? event?.app
+            self.addition = addition
         }
+
+        /// What it waits for, as the log says it.
+        var waitsFor: String { addition == nil ? "waits for a restart" : "tried again when the router joins the JACK server again" }
 
         /// Whether changes made at run time left it other than the file's: the restart must
         /// then find the edited value, not the file's.
@@ -47,8 +55,12 @@ struct ReloadBacklog: Equatable {
 
     /// What waits, for the log and `/state`: the edits, then the refused steps.
     var descriptions: [String] {
-        restartEdits.map { "\($0) changed: restart to apply" } + steps.map { "\($0.subject): \($0.reason); waits for a restart" }
+        restartEdits.map { "\($0) changed: restart to apply" } + steps.map { "\($0.subject): \($0.reason); \($0.waitsFor)" }
     }
+
+    /// The apps the file added that JACK refused, to carry out again now the router has joined
+    /// the server (each leaves the list when it applies, as any step does).
+    var additions: [SessionReload.Step] { steps.compactMap(\.addition) }
 
     /// The edits that need a restart, found by the last reload (in place of those found before).
     mutating func setRestartEdits(_ edits: [String]) { restartEdits = edits }

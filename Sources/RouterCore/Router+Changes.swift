@@ -294,11 +294,12 @@ extension Router {
     func carryOut(_ reload: SessionReload, ducking: (old: DuckingSettings, new: DuckingSettings)) -> [String] {
         var notes: [String] = []
         var fileDucking = self.fileDucking ?? ducking.old
-        func refused(_ subject: String, _ error: RouterError, _ event: PolicyEvent?, app: String? = nil) {
-            if reloadBacklog.refused(.init(subject: subject, reason: "\(error)", event: event, app: app)) != nil {
+        func refused(_ subject: String, _ error: RouterError, _ event: PolicyEvent?, app: String? = nil, addition: SessionReload.Step? = nil) {
+            let step = ReloadBacklog.Step(subject: subject, reason: "\(error)", event: event, app: app, addition: addition)
+            if reloadBacklog.refused(step) != nil {
                 logger.notice("reload: the file's new \(subject) take\(subject.hasSuffix("rules") ? "" : "s") the place of the waiting ones and of the changes made to them at run time (those stay in force until the restart)")
             }
-            notes.append("\(subject): \(error); waits for a restart")
+            notes.append("\(subject): \(error); \(step.waitsFor)")
         }
         func apply(_ events: [PolicyEvent], _ label: String) {
             for event in events {
@@ -332,7 +333,10 @@ extension Router {
                     _ = try performGivingUpHungServer([Change(.register(app.configuration), channelCount: app.channelCount)], connect: app.connect,
                                                       reloadStep: true)
                 } catch {
-                    refused(subject, error, nil, app: app.name)
+                    // JACK refused its ports (a server going away under the request, as a show's
+                    // USB interface may): tried again when the router joins the server again.
+                    let jack = if case .jack = error { true } else { false }
+                    refused(subject, error, nil, app: app.name, addition: jack ? step : nil)
                     continue
                 }
                 reloadBacklog.applied(subject: subject)
@@ -347,6 +351,23 @@ extension Router {
         }
         self.fileDucking = fileDucking
         return notes
+    }
+
+    /// Carries out again the apps a reload added that JACK refused, now the router runs on the
+    /// server again (`ReloadBacklog.additions`); each that applies no longer waits.
+    func retryAdditions() {
+        let additions = reloadBacklog.additions
+        guard !additions.isEmpty else { return }
+        // Additions carry no ducking step: the file's ducking in force stays as it is.
+        let inForce = fileDucking
+        let notes = carryOut(SessionReload(steps: additions), ducking: (DuckingSettings(), DuckingSettings()))
+        fileDucking = inForce
+        let names = additions.compactMap { step -> String? in if case let .add(app, _) = step { app.name } else { nil } }
+        if notes.isEmpty {
+            logger.notice("reload: the apps the file added are there now the router runs on the JACK server again", metadata: ["apps": "\(names)"])
+        } else {
+            logger.warning("reload: \(notes.joined(separator: "; "))")
+        }
     }
 
     private func setUnduckAfter(_ name: String, _ value: Double?) {

@@ -197,6 +197,7 @@ extension Router {
                 "rate": "\(sampleRate)", "period": "\(bufferSize)", "apps": "\(inventory.apps.count)"])
             tell(.jack(connected: true, reason: "reconnected after \(away) s"))
             onJackConnection(true)
+            retryAdditions()
             // A server lost between the open and the attach woke the queue for an epoch not yet
             // current: its flag is read here rather than at the next tick.
             if let reason = opened.client.shutdownReason { serverLost(reason) }

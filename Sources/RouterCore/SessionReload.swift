@@ -23,6 +23,9 @@ struct SessionReload {
 
     private(set) var steps: [Step] = []
 
+    /// Steps given (an app's addition carried out again: `ReloadBacklog.additions`).
+    init(steps: [Step]) { self.steps = steps }
+
     /// What in `file` differs from the session the router runs (`running`, as it started, and the
     /// channel count of each app it has) in ways only a restart applies: "routes", "'x' channel
     /// count". Compared with what runs, not with the file read before, so an edit taken back

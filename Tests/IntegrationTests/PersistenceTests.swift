@@ -1,4 +1,5 @@
 import Foundation
+import JackHost
 import JackRig
 import OSCTransport
 import Policy
@@ -208,6 +209,41 @@ struct ReloadTests {
             try waitFor("nav's ports to go", timeout: 5) { rig.recorder.client.ports(matching: "duckrouter:nav_.*").isEmpty }
         }
         #expect(try String(contentsOf: rig.sessionFile, encoding: .utf8) == edited, "the file is never written")
+    }
+
+    /// Found by the chaos run (seed 2611 on jackd, 50 s in): a reload adding an app reached the
+    /// server as it died; JACK refused the app's port, and the app waited for a restart of the
+    /// router, so it never came though the server was back 3 s later. Here the server is frozen
+    /// under the reload's port request and killed: the request fails, as it did then.
+    @Test("a reload that adds an app while the JACK server dies: the app is there, and gets its ports when the router joins the server again")
+    func reloadAsServerDies() throws {
+        let rig = try OSCRig()
+        defer { rig.close() }
+        let edited = OSCRig.session(port: rig.port, apps: #"{"name": "synth", "category": "ambient", "active": true}"#)
+        try edited.write(to: rig.sessionFile, atomically: true, encoding: .utf8)
+        rig.server.suspend()
+        kill(rig.daemon.processIdentifier, SIGHUP)
+        try waitFor("the reload to begin") { rig.log.contains("SIGHUP: reloading") }
+        // Into its port request, which the frozen server holds (2 s at most), then the server
+        // dies under it. (Had the router already seen the server go, the app would get its
+        // ports at the rejoin all the same: the verdict is the same either way.)
+        Thread.sleep(forTimeInterval: 0.3)
+        rig.server.kill9()
+        // This process's clients of the dead server go before any of the next (libjack keeps one
+        // graph per process).
+        rig.recorder.close()
+        rig.source.close()
+        try waitFor("the reload to end") { rig.log.contains("reloaded the session file") }
+        try rig.server.restart()
+        let observer = try JackClient(name: "observer", server: rig.server.name)
+        defer { observer.close() }
+        try waitFor("the router to join the server again", timeout: 10) { rig.log.contains("running again on the JACK server") }
+        let apps = try #require(try rig.settings()["apps"] as? [[String: Any]])
+        #expect(apps.contains { $0["name"] as? String == "synth" }, "\(apps.map { $0["name"] ?? "" })\n\(rig.log)")
+        #expect(throws: Never.self, "synth's ports") {
+            try waitFor("synth's ports", timeout: 5) { observer.portExists("duckrouter:synth_in_1") && observer.portExists("duckrouter:synth_in_2") }
+        }
+        #expect(try rig.settings()["reloadPending"] as? [String] ?? [] == [], "nothing waits for a restart")
     }
 
     /// SIGHUP with the session file given a route "line" and a rule on it (nav ducks music by 30 dB):

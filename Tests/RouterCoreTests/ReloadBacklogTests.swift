@@ -131,6 +131,22 @@ struct ReloadBacklogTests {
 
 @Suite("Reload edits that need a restart")
 struct RestartEditsTests {
+    @Test("an app the file added that JACK refused waits for the router to join the server again, not for a restart; it leaves the list when it applies, or when the file takes it out")
+    func additionWaitsForTheServer() {
+        var backlog = ReloadBacklog()
+        let synth = Session.App(name: "synth", category: .ambient)
+        let step = SessionReload.Step.add(synth, volume: nil)
+        let subject = ReloadBacklog.subject(of: .unregister(app: "synth"), label: "")
+        backlog.refused(.init(subject: subject, reason: "could not register JACK port 'duckrouter:synth_in_1'", event: nil, app: "synth", addition: step))
+        #expect(backlog.additions == [step])
+        #expect(backlog.descriptions == ["\(subject): could not register JACK port 'duckrouter:synth_in_1'; tried again when the router joins the JACK server again"])
+        backlog.applied(subject: subject)
+        #expect(backlog.additions.isEmpty && backlog.descriptions.isEmpty)
+        backlog.refused(.init(subject: subject, reason: "refused", event: nil, app: "synth", addition: step))
+        _ = backlog.appRemoved("synth")
+        #expect(backlog.additions.isEmpty, "the app taken out of the file: nothing to add again")
+    }
+
     @Test("compared with the session the router started with: an added route waits for the restart, and no longer once the edit is taken back; a changed channel count of a running app does too")
     func comparedWithRunning() {
         var running = Session()
