@@ -9,6 +9,8 @@ public struct ChaosCase: Sendable {
     public var found: String
 
     public static let all = [
+        ChaosCase(seed: 2611, server: "jackd", seconds: 70,
+                  found: "a reload adding an app as the server died left the app out until a restart (ReloadTests.reloadAsServerDies)"),
         ChaosCase(seed: 7, server: "pipewire", seconds: 160,
                   found: "a selection its route's going cleared was not saved (RouteSelectionTests.clearedSelectionSaved)"),
     ]
