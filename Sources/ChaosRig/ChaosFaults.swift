@@ -52,14 +52,14 @@ public enum ChaosFault: String, CaseIterable, Sendable, Comparable {
 
     /// A step: usually one fault, sometimes two or three at once (never two on the graph, nor a
     /// reload with the router's death, whose outcome would then be left to timing).
-    static func drawStep(_ model: ChaosModel, readOnlyPossible: Bool, _ random: inout SplitMix) -> [ChaosFault] {
+    static func drawStep(_ model: ChaosModel, readOnlyPossible: Bool, endingSoon: Bool = false, _ random: inout SplitMix) -> [ChaosFault] {
         let count = [1, 1, 1, 1, 1, 1, 2, 2, 3][random.next(9)]
         var step: [ChaosFault] = []
         var tries = 0
-        while step.count < count && tries < 20 {
+        while step.count < count && tries < 40 {
             tries += 1
             let fault = draw(model, readOnlyPossible: readOnlyPossible, &random)
-            if step.contains(fault) { continue }
+            if step.contains(fault) || (endingSoon && fault.recoveryDeadline > 5) { continue }
             if fault.touchesTheGraph && step.contains(where: \.touchesTheGraph) { continue }
             let reloads: Set<ChaosFault> = [.reload, .brokenReload]
             if (reloads.contains(fault) && (step.contains(.routerKilled) || step.contains(where: reloads.contains)))
@@ -68,7 +68,7 @@ public enum ChaosFault: String, CaseIterable, Sendable, Comparable {
             if fault.touchesTheGraph && step.contains(.routerKilled) { continue }
             step.append(fault)
         }
-        return step.sorted()
+        return step.isEmpty ? [.oscChanges] : step.sorted()
     }
 
     static func draw(_ model: ChaosModel, readOnlyPossible: Bool, _ random: inout SplitMix) -> ChaosFault {

@@ -135,6 +135,9 @@ public struct ChaosModel: Sendable, Equatable {
     /// `/app/<app>/deactivate [notifyOthers]`: §5.3, the interruptions it caused end.
     public mutating func deactivate(_ name: String, notifyOthers: Bool) -> Int32? {
         guard let index = apps.firstIndex(where: { $0.name == name }) else { return -3 }
+        // An inactive app's deactivation changes nothing, not even the interruptions it caused
+        // before it was itself interrupted and ended (Transition.swift).
+        guard apps[index].active || apps[index].interruptedBy != nil else { return nil }
         apps[index].active = false
         apps[index].interruptedBy = nil
         endInterruptions(by: "app:\(name)", shouldResume: notifyOthers)

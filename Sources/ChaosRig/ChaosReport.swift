@@ -57,6 +57,9 @@ public struct ChaosReport: Sendable {
     public var stepsAtXruns = 0
     public var sinkGaps = 0
     public var lateGraphCycles = 0
+    /// OSC changes answered after more than 1 s (path and time), all while a server was away,
+    /// frozen or coming back.
+    public var slowAnswers: [String] = []
 
     public init(seed: UInt64, seconds: Double) {
         self.seed = seed
@@ -90,6 +93,7 @@ public struct ChaosReport: Sendable {
         lines.append("  open outcomes settled by a check: \(openOutcomesSettled); SIGKILLs that lost the last changes answered (within 0.5 s, or to a read-only folder): \(changesLostToKill)")
         lines.append("  steps at the sinks excused: \(stepsInFaults) in faults that stop the sound, \(stepsAtMissedCycles) at missed cycles, \(stepsAtXruns) beside xruns; "
                      + "cycles the sinks missed: \(sinkGaps); late-graph silent cycles: \(lateGraphCycles)")
+        lines.append("  OSC changes answered after more than 1 s: \(slowAnswers.count)\(slowAnswers.isEmpty ? "" : " (" + slowAnswers.suffix(8).joined(separator: ", ") + ")")")
         if let first = resources.first, let last = resources.last {
             let peak = resources.map(\.residentKB).max() ?? 0
             lines.append("  router: threads \(first.threads) → \(last.threads) (max \(resources.map(\.threads).max() ?? 0)), descriptors \(first.descriptors) → \(last.descriptors) "

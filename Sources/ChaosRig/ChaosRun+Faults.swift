@@ -69,29 +69,32 @@ extension ChaosRun {
             let period = choices[random.next(choices.count)]
             try stage.server.changePeriod(to: period)
             stage.period = period
-            candidates = Self.graphOutcomes(candidates)
             return "to \(period) frames"
         case .serverFrozen:
             let seconds = 1 + Double(random.next(4000)) / 1000
             stage.server.suspend()
+            // Resumed whatever happens, or closing this process's clients would wait on it.
+            defer { stage.server.resume() }
             // The router answers while its server is frozen, and takes changes (one that asks
             // the server waits 2.5 s at most for it).
             let during = try change(timeout: 6)
             Thread.sleep(forTimeInterval: seconds)
             recoveryFrom = ChaosClock.now
             stage.server.resume()
-            candidates = Self.graphOutcomes(candidates)
             return String(format: "%.1f s; meanwhile %@", seconds, during)
         case .serverKilled:
             let devices = model.routes.filter(\.available).map(\.name)
             stage.killServer()
-            let during = try change()
+            // Answered while the server is away; the rejoin may hold the control queue on a
+            // server still busy starting (JACK requests wait 2 s, and up to 10 s while its
+            // cycles run): up to 12 s, and an answer slower than 1 s is counted in the report.
+            let during = try change(timeout: 12)
             let seconds = 0.2 + Double(random.next(2800)) / 1000
             Thread.sleep(forTimeInterval: seconds)
             // Recovery counts from the launch: the goal is sound back within 2 s of it.
             recoveryFrom = ChaosClock.now
             try stage.restartServer(devices: devices)
-            candidates = Self.graphOutcomes(candidates)
+            candidates = Self.graphOutcomes(candidates, devices: devices)
             return String(format: "away %.1f s; meanwhile %@", seconds, during)
         case .routerKilled:
             return try killRouter()
@@ -102,7 +105,10 @@ extension ChaosRun {
     /// otherwise are dropped).
     func change(timeout: Double = 3) throws -> String {
         let change = ChaosChange.draw(model, &random)
+        let asked = ChaosClock.now
         let answer = daemon.ask(change.message, timeout: timeout)
+        let took = ChaosClock.seconds(since: asked)
+        if took > 1 { report.slowAnswers.append(String(format: "%@ %.1f s", change.message.path, took)) }
         var kept: [ChaosModel] = []
         var expected: [Int32?] = []
         for candidate in candidates {
@@ -207,11 +213,15 @@ extension ChaosRun {
     /// more than 0.5 s before the kill (a change is saved within 200 ms) unless the folder was
     /// read-only since.
     func killRouter() throws -> String {
+        // A router that died by itself since the last check is a crash, not this fault's.
+        if let status = daemon.unexpectedExit { throw ChaosFailure("the router had exited by itself (status \(status)) before the SIGKILL") }
         daemon.kill9()
         let killedAt = elapsed
         guard let saved = savedState() else { throw ChaosFailure("the state file does not parse after the SIGKILL") }
         let before = model
-        guard let match = history.lastIndex(where: { $0.model.differences(fromSaved: saved).isEmpty }) else {
+        // Not older than the state the last check found in the file (the router never writes an
+        // older one over it).
+        guard let match = history.lastIndex(where: { $0.time >= lastSavedCheck && $0.model.differences(fromSaved: saved).isEmpty }) else {
             throw ChaosFailure("the state file after the SIGKILL holds no state the router answered: "
                                + model.differences(fromSaved: saved).joined(separator: "; "))
         }
@@ -247,31 +257,22 @@ extension ChaosRun {
         return String(format: "started again after %.1f s (pid %d)", pause, daemon.pid ?? 0)
     }
 
-    /// After the server was away (killed, frozen, its period changed), the router may have seen
-    /// any of the devices that were there gone and back, in any order: each such outcome.
-    static func graphOutcomes(_ models: [ChaosModel]) -> [ChaosModel] {
+    /// After the server was killed and started again, the router may join it before some of
+    /// the devices the harness plugs back (in `devices` order): those it finds missing go (a
+    /// private current one interrupts what played there, a selection of one is cleared), then
+    /// come back in that order. Each such outcome: none, the last device missed, the last two...
+    static func graphOutcomes(_ models: [ChaosModel], devices: [String]) -> [ChaosModel] {
         var outcomes: [ChaosModel] = []
         for model in models {
-            if !outcomes.contains(model) { outcomes.append(model) }
-            let up = model.routes.filter(\.available).map(\.name)
-            for mask in 1..<(1 << up.count) {
-                let subset = up.enumerated().filter { mask & (1 << $0.offset) != 0 }.map(\.element)
-                for order in permutations(subset) {
-                    var variant = model
-                    for route in subset { variant.deviceGone(route) }
-                    for route in order { variant.deviceBack(route) }
-                    if !outcomes.contains(variant) { outcomes.append(variant) }
-                }
+            for missed in 0...devices.count {
+                let late = Array(devices.suffix(missed))
+                var variant = model
+                for route in model.routes.map(\.name) where late.contains(route) { variant.deviceGone(route) }
+                for route in late { variant.deviceBack(route) }
+                if !outcomes.contains(variant) { outcomes.append(variant) }
             }
         }
         return outcomes
-    }
-
-    static func permutations(_ items: [String]) -> [[String]] {
-        guard items.count > 1 else { return [items] }
-        return items.indices.flatMap { index in
-            permutations(Array(items[..<index] + items[(index + 1)...])).map { [items[index]] + $0 }
-        }
     }
 }
 
@@ -283,6 +284,7 @@ final class ReadOnlyFolder {
 
     init(_ path: URL) {
         self.path = path
+        Self.removeStale()
         try? FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
         possible = geteuid() == 0 && (try? Tool.output("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", path.path]))?.status == 0
     }
@@ -295,6 +297,20 @@ final class ReadOnlyFolder {
     func makeWritable() throws {
         let (status, text) = try Tool.output("/usr/bin/mount", ["-o", "remount,rw", path.path])
         guard status == 0 else { throw ChaosFailure("cannot make \(path.path) writable again: \(text)") }
+    }
+
+    /// Unmounts the state folders of runs whose process is gone (killed before their tear-down):
+    /// `…/duckchaos-<pid>-<seed>/state` in /proc/mounts.
+    static func removeStale() {
+        guard geteuid() == 0, let mounts = try? String(contentsOfFile: "/proc/mounts", encoding: .utf8) else { return }
+        for line in mounts.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 2, fields[2] == "tmpfs", fields[1].hasSuffix("/state"),
+                  let run = fields[1].split(separator: "/").dropLast().last, run.hasPrefix("duckchaos-"),
+                  let pid = Int32(run.split(separator: "-").dropFirst().first ?? ""), pid != getpid(),
+                  kill(pid, 0) != 0 else { continue }
+            _ = try? Tool.output("/usr/bin/umount", ["-l", String(fields[1])])
+        }
     }
 
     func remove() {

@@ -9,11 +9,16 @@ extension ChaosRun {
     /// missed cycle or late graph explains, is a violation.
     func watchSound() {
         let events = stage.takeEvents()
+        if stage.lostEvents > 0 {
+            violate("the sinks lost \(stage.lostEvents) events to a full ring: what they saw cannot be judged")
+            return
+        }
         guard !events.isEmpty else { return }
         let seen = daemon.state().flatMap(ChaosObservation.init)
-        let xruns = seen?.xruns ?? lastXruns
-        let xrunsMeanwhile = xruns != lastXruns
-        lastXruns = xruns
+        noteXruns(seen)
+        // Moments the router's xrun count was seen to rise: a step within 0.3 s of one (the
+        // count is read every 50-100 ms) may be the xrun's.
+        let xrunTimes = zip(xrunMarks, xrunMarks.dropFirst()).compactMap { a, b in b.count > a.count ? (a.at, b.at) : nil }
         let period = UInt32(stage.period)
         let pipewire = stage.implementation == "pipewire"
         // Frames near which a step says nothing of the router: a cycle a sink or the router
@@ -44,7 +49,11 @@ extension ChaosRun {
                     (gap.route == nil || gap.route == route) && event.frameTime &- gap.frame &+ 2 * period <= gap.frames &+ 4 * period
                 }
                 if explained { report.stepsAtMissedCycles += 1; continue }
-                if xrunsMeanwhile { report.stepsAtXruns += 1; continue }
+                let at = event.monotonicNanoseconds
+                if xrunTimes.contains(where: { at &+ 300_000_000 >= $0.0 && at <= $0.1 &+ 300_000_000 }) {
+                    report.stepsAtXruns += 1
+                    continue
+                }
                 violate("\(route): \(event), with no fault, missed cycle or xrun to explain it")
                 return
             }

@@ -57,7 +57,10 @@ public final class ChaosRun: @unchecked Sendable {
     var report: ChaosReport
     /// Windows of the monotonic clock in which a fault may stop or jump the sound.
     var breaks: [(from: UInt64, to: UInt64, fault: ChaosFault)] = []
-    var lastXruns = 0
+    /// The router's xrun count as seen at each `/state` (a restart starts it again at 0).
+    var xrunMarks: [(at: UInt64, count: Int)] = []
+    /// The time of the newest answered state the last check found the state file holding.
+    var lastSavedCheck = 0.0
     /// Where a fault wants its recovery counted from, if not its end (a server's launch).
     var recoveryFrom: UInt64?
 
@@ -92,11 +95,15 @@ public final class ChaosRun: @unchecked Sendable {
         report.baseline = daemon.resources()
 
         while elapsed < options.seconds && report.violation == nil {
-            let step = ChaosFault.drawStep(model, readOnlyPossible: readOnly?.possible ?? false, &random)
+            // Near the end only faults that settle quickly, so the run ends on time.
+            let endingSoon = options.seconds - elapsed < 12
+            let step = ChaosFault.drawStep(model, readOnlyPossible: readOnly?.possible ?? false, endingSoon: endingSoon, &random)
             let begin = ChaosClock.now
             recoveryFrom = nil
             var details: [String] = []
+            var breaking: [(from: UInt64, fault: ChaosFault)] = []
             for fault in step {
+                if fault.breaksTheSound { breaking.append((ChaosClock.now, fault)) }
                 do {
                     details.append(try perform(fault))
                 } catch let failure as ChaosFailure {
@@ -105,22 +112,36 @@ public final class ChaosRun: @unchecked Sendable {
                 }
             }
             let end = ChaosClock.now
-            for fault in step where fault.breaksTheSound { breaks.append((begin, end, fault)) }
             report.steps.append(.init(at: ChaosClock.seconds(since: started, at: begin), faults: step, detail: details.joined(separator: "; ")))
             say(String(format: "%7.1f s  %@: %@", report.steps.last!.at, step.map(\.rawValue).joined(separator: " + "), details.joined(separator: "; ")))
-            guard report.violation == nil, settle(after: step, since: end, countingFrom: recoveryFrom ?? end) else { break }
+            guard report.violation == nil else { break }
+            let settled = settle(after: step, since: end, countingFrom: recoveryFrom ?? end)
+            // A fault that stops the sound itself excuses the steps at the sinks from its start
+            // until the router was back (a little after: the check's window).
+            for (from, fault) in breaking { breaks.append((from, ChaosClock.now &+ 100_000_000, fault)) }
+            guard settled else { break }
             watchSound()
             watchResources()
             peers.readSlowly()
-            // A pause before the next step, the sound watched all the while.
-            let pause = 0.3 + Double(random.next(1700)) / 1000
-            Thread.sleep(forTimeInterval: pause)
+            // A pause before the next step, the sound and the xruns watched all the while.
+            let pauseEnd = ChaosClock.now &+ UInt64(300 + random.next(1700)) * 1_000_000
+            while ChaosClock.now < pauseEnd {
+                Thread.sleep(forTimeInterval: 0.1)
+                noteXruns(daemon.state().flatMap(ChaosObservation.init))
+            }
             watchSound()
         }
         return finish()
     }
 
     func say(_ line: String) { options.say(line) }
+
+    /// Notes the router's xrun count (from a `/state` read anyway), to place xruns in time.
+    func noteXruns(_ seen: ChaosObservation?) {
+        guard let seen else { return }
+        if xrunMarks.last?.count != seen.xruns { xrunMarks.append((ChaosClock.now, seen.xruns)) }
+        if xrunMarks.count > 4096 { xrunMarks.removeFirst(xrunMarks.count - 4096) }
+    }
 
     func violate(_ what: String) {
         guard report.violation == nil else { return }
@@ -140,7 +161,7 @@ public final class ChaosRun: @unchecked Sendable {
                 violate("the router exited by itself (status \(status))")
                 return false
             }
-            let differences = agreement()
+            let differences = agreement(since: end)
             if differences.isEmpty {
                 let recovery = ChaosClock.seconds(since: start ?? end)
                 for fault in step { report.recoveries[fault, default: []].append(recovery) }
@@ -159,9 +180,10 @@ public final class ChaosRun: @unchecked Sendable {
 
     /// What differs from the best candidate (empty: one agrees in settings, state file and
     /// sound, and becomes the model).
-    func agreement() -> [String] {
+    func agreement(since end: UInt64) -> [String] {
         stage.connectRegistered(model.apps)
         guard let state = daemon.state(), let seen = ChaosObservation(state) else { return ["/state unanswered"] }
+        noteXruns(seen)
         var best: [String]?
         var agreeing: [ChaosModel] = []
         for candidate in candidates {
@@ -170,9 +192,12 @@ public final class ChaosRun: @unchecked Sendable {
                 differences = savedState().map(candidate.differences(fromSaved:)) ?? ["the state file does not parse"]
             }
             if differences.isEmpty {
-                let windows = stage.sinks.compactMapValues { $0.window(seconds: ToneMeter.windowSeconds) }
+                // Only sound heard wholly after the step's faults ended speaks of the recovery.
+                let windows = stage.sinks.compactMapValues { sink in
+                    sink.window(seconds: ToneMeter.windowSeconds).flatMap { $0.startNanoseconds >= end ? $0 : nil }
+                }
                 let unheard = stage.sinks.keys.filter { windows[$0] == nil }.sorted()
-                if !unheard.isEmpty { differences = unheard.map { "\($0)'s sink has not heard \(ToneMeter.windowSeconds) s without a gap" } }
+                if !unheard.isEmpty { differences = unheard.map { "\($0)'s sink has not heard \(ToneMeter.windowSeconds) s without a gap since the step" } }
                 else { differences = candidate.differences(heard: windows) }
             }
             if differences.isEmpty {
@@ -185,6 +210,8 @@ public final class ChaosRun: @unchecked Sendable {
             if agreeing.count < candidates.count { report.openOutcomesSettled += 1 }
             candidates = agreeing
             remember()
+            // The state file held this: a SIGKILL from now on may not go back past it.
+            lastSavedCheck = history.last?.time ?? lastSavedCheck
             return []
         }
         return best ?? ["no candidate"]

@@ -48,10 +48,21 @@ public final class ChaosStage: @unchecked Sendable {
                                     stepLimit: ChaosSession.stepLimit(sampleRate: sampleRate))
     }
 
-    /// A route's device is unplugged: its client closes and its ports vanish.
+    /// A route's device is unplugged: its client closes and its ports vanish (what it saw until
+    /// then is kept for `takeEvents`).
     public func unplug(_ route: String) {
-        sinks.removeValue(forKey: route)?.close()
+        guard let sink = sinks.removeValue(forKey: route) else { return }
+        sink.close()
+        pending += sink.takeEvents().map { (route, $0) }
+        closedLostEvents += sink.lostEvents
     }
+
+    /// Events of sinks closed since the last `takeEvents`.
+    private var pending: [(route: String, event: ToneSink.Event)] = []
+    private var closedLostEvents = 0
+
+    /// Events lost to a full ring in any sink, closed ones too.
+    public var lostEvents: Int { closedLostEvents + sinks.values.reduce(0) { $0 + $1.lostEvents } }
 
     /// The server killed: every client of it is gone with it.
     public func killServer() {
@@ -85,10 +96,13 @@ public final class ChaosStage: @unchecked Sendable {
 
     /// Every sink's events since the last call, by route.
     public func takeEvents() -> [(route: String, event: ToneSink.Event)] {
-        sinks.sorted { $0.key < $1.key }.flatMap { route, sink in sink.takeEvents().map { (route, $0) } }
+        defer { pending = [] }
+        return pending + sinks.sorted { $0.key < $1.key }.flatMap { route, sink in sink.takeEvents().map { (route, $0) } }
     }
 
     public func stop() {
+        // A server left frozen would hold every close: it goes on first.
+        server.resume()
         killSource()
         for route in Array(sinks.keys) { unplug(route) }
         server.stop()

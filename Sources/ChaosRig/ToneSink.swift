@@ -44,8 +44,10 @@ public final class ToneSink: @unchecked Sendable {
     public struct Window: Sendable {
         public var channels: [[Float]]
         public var sampleRate: Int
-        /// `CLOCK_MONOTONIC` nanoseconds at the start of its last cycle.
+        /// `CLOCK_MONOTONIC` nanoseconds at the start of the sink's last cycle, and no later
+        /// than the window's first sample (the sink's last cycle less the window, less a period).
         public var endNanoseconds: UInt64
+        public var startNanoseconds: UInt64
     }
 
     public let name: String
@@ -94,7 +96,11 @@ public final class ToneSink: @unchecked Sendable {
         let frames = Int(seconds * Double(client.sampleRate))
         let capacity = state.pointee.capacity
         guard frames > 0, frames <= capacity / 2 else { return nil }
-        let end = state.pointee.written.load(ordering: .acquiring)
+        var end = state.pointee.written.load(ordering: .acquiring)
+        // A cycle whose clock read early may yet turn out to follow a missed one: not in a window
+        // until the next cycle says.
+        let suspect = state.pointee.suspectAt.load(ordering: .acquiring)
+        if suspect >= 0 { end = min(end, suspect) }
         let start = end - frames
         guard start >= 0, state.pointee.contiguousSince.load(ordering: .acquiring) <= start else { return nil }
         var channels: [[Float]] = []
@@ -104,8 +110,10 @@ public final class ToneSink: @unchecked Sendable {
         }
         // Written over meanwhile (the harness thread was held up for seconds): no window.
         guard state.pointee.written.load(ordering: .acquiring) - start <= capacity else { return nil }
-        return Window(channels: channels, sampleRate: client.sampleRate,
-                      endNanoseconds: state.pointee.lastCycleNanoseconds.load(ordering: .acquiring))
+        let last = state.pointee.lastCycleNanoseconds.load(ordering: .acquiring)
+        let span = UInt64(Double(frames + 2 * client.bufferSize) / Double(client.sampleRate) * 1e9)
+        return Window(channels: channels, sampleRate: client.sampleRate, endNanoseconds: last,
+                      startNanoseconds: last > span ? last - span : 0)
     }
 
     /// Every event since the last call (the oldest are lost when more than the ring's 1,024 came
@@ -163,6 +171,9 @@ public final class ToneSink: @unchecked Sendable {
         let written = Atomic<Int>(0)
         /// The first frame (in `written`'s count) after the last gap.
         let contiguousSince = Atomic<Int>(0)
+        /// Where the cycle whose frame time read early began (`written`'s count), -1 when none
+        /// waits for the next cycle to tell.
+        let suspectAt = Atomic<Int>(-1)
         let lastCycleNanoseconds = Atomic<UInt64>(0)
 
         init(client: UnsafeMutableRawPointer, inputs: [UnsafeMutableRawPointer], capacity: Int, stepLimit: Float) {
@@ -212,6 +223,7 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
         let expected = state.pointee.nextFrame
         if let suspect = state.pointee.suspectFrame {
             state.pointee.suspectFrame = nil
+            state.pointee.suspectAt.store(-1, ordering: .releasing)
             if frame == suspect {
                 joined = true   // the clock read early last cycle; no cycle was missed
             } else if frame == expected {
@@ -225,6 +237,7 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
         } else if frame == expected &+ state.pointee.nextFrame &- state.pointee.lastFrame {
             state.pointee.suspectFrame = frame
             state.pointee.suspectStart = start
+            state.pointee.suspectAt.store(start, ordering: .releasing)
             state.pointee.suspectFrames = frame &- expected
             joined = true
             compareAcross = false
@@ -237,9 +250,12 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
     let capacity = state.pointee.capacity
     let limit = state.pointee.stepLimit
     for c in 0..<state.pointee.inputCount {
-        guard let raw = JackClient.portBuffer(state.pointee.inputPorts[c], frames) else { continue }
-        let input = raw.assumingMemoryBound(to: Float.self)
         let ring = state.pointee.ring + c * capacity
+        guard let raw = JackClient.portBuffer(state.pointee.inputPorts[c], frames) else {
+            for i in 0..<n { ring[(start + i) % capacity] = 0 }
+            continue
+        }
+        let input = raw.assumingMemoryBound(to: Float.self)
         var silent = true
         var largest: Float = 0
         var previous = joined && compareAcross ? state.pointee.last[c] : input[0]

@@ -19,7 +19,6 @@ struct ChaosTests {
     static func run(seed: UInt64, seconds: Double) throws -> ChaosReport {
         var options = ChaosRun.Options(seconds: seconds, seed: seed)
         options.router = DaemonTests.binary.path
-        sync()
         let report = try ChaosRun(options).run()
         print(report.text)
         if !report.passed { print(ChaosReport.logExcerpt(report.log)) }
