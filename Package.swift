@@ -164,7 +164,7 @@ let package = Package(
         // the router, a model of what should be heard and kept, and a check after each step.
         .target(name: "ChaosRig", dependencies: ["JackHost", "JackRig", "OSCTransport"]),
         .executableTarget(name: "duckchaos", dependencies: [
-            "ChaosRig",
+            "ChaosRig", "JackRig",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

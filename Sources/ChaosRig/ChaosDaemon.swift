@@ -158,10 +158,7 @@ public final class ChaosDaemon: @unchecked Sendable {
 
     /// The daemon's threads, descriptors and resident memory now (nil when it is not running).
     public func resources() -> (threads: Int, descriptors: Int, residentKB: Int)? {
-        guard let pid, process?.isRunning == true,
-              let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }),
-              let threads = Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? ""),
+        guard let pid, process?.isRunning == true, let threads = threadCount(pid),
               let descriptors = openDescriptors(pid), let resident = residentKB(pid) else { return nil }
         return (threads, descriptors, resident)
     }

@@ -139,15 +139,3 @@ public struct ChaosReport: Sendable {
     }
 }
 
-extension ChaosReport {
-    /// What of the router's log to print: a crash report whole (the crashed thread's frames come
-    /// first), else its last 60 lines.
-    public static func logExcerpt(_ log: String) -> String {
-        let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
-        if let crash = lines.firstIndex(where: { $0.contains("Program crashed") }) {
-            return "the router's log, the 20 lines before its crash report and the report (its first 400 lines):\n"
-                + (lines[..<crash].suffix(20) + lines[crash...].prefix(400)).joined(separator: "\n")
-        }
-        return "the router's log (last 60 lines):\n" + lines.suffix(60).joined(separator: "\n")
-    }
-}

@@ -57,3 +57,20 @@ public func threadStacks(_ pid: Int32) -> String {
 public func openDescriptors(_ pid: Int32) -> Int? {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
 }
+
+/// How many threads process `pid` runs (the entries of /proc/PID/task); nil when unreadable.
+public func threadCount(_ pid: Int32) -> Int? {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count
+}
+
+/// What of a daemon's log to print after a failed run: a crash report whole (the crashed
+/// thread's frames come first, then registers and a long list of images: its first 400 lines,
+/// with the 20 before it), else its last `lastLines` lines. The whole log is kept by the caller.
+public func daemonLogExcerpt(_ log: String, lastLines: Int) -> String {
+    let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
+    if let crash = lines.firstIndex(where: { $0.contains("Program crashed") }) {
+        return "duckrouter's log, the 20 lines before its crash report and the report (its first 400 lines; the whole log is kept):\n"
+            + (lines[..<crash].suffix(20) + lines[crash...].prefix(400)).joined(separator: "\n")
+    }
+    return "duckrouter's log (last \(lastLines) lines):\n" + lines.suffix(lastLines).joined(separator: "\n")
+}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ChaosRig
+import JackRig
 import Foundation
 
 /// `duckchaos`: the chaos run (`make chaos`). It starts a private server, the router, tone
@@ -38,7 +39,7 @@ struct DuckChaos: ParsableCommand {
                 options.period = period
                 let result = try ChaosRun(options).run()
                 print(result.text)
-                if !result.passed { failed += 1; print(ChaosReport.logExcerpt(result.log)) }
+                if !result.passed { failed += 1; print(daemonLogExcerpt(result.log, lastLines: 60)) }
             }
             if failed > 0 { throw ExitCode(1) }
             return
@@ -60,7 +61,7 @@ struct DuckChaos: ParsableCommand {
             try result.svg.write(toFile: (report as NSString).deletingPathExtension + ".svg", atomically: true, encoding: .utf8)
         }
         if !result.passed {
-            print(ChaosReport.logExcerpt(result.log))
+            print(daemonLogExcerpt(result.log, lastLines: 60))
             throw ExitCode(1)
         }
     }

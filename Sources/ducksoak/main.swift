@@ -280,22 +280,10 @@ struct DuckSoak: ParsableCommand {
         if !stalls.isEmpty { print("the daemon's threads at the first unanswered /state:\n" + stalls) }
         keepFolder = !failures.isEmpty
         if !failures.isEmpty {
-            print(Self.logExcerpt(text(logFile)))
+            print(daemonLogExcerpt(text(logFile), lastLines: 40))
             print("the daemon's log, session and state file are kept in \(folder.path)")
             throw ExitCode(1)
         }
-    }
-
-    /// What of the daemon's log to print: a crash report whole (the crashed thread's frames come
-    /// first, then registers and a long list of images), else its last 40 lines.
-    static func logExcerpt(_ log: String) -> String {
-        let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
-        if let crash = lines.firstIndex(where: { $0.contains("Program crashed") }) {
-            let before = lines[..<crash].suffix(20), report = lines[crash...].prefix(400)
-            return "duckrouter's log, the 20 lines before its crash report and the report (its first 400 lines; the whole log is kept):\n"
-                + (before + report).joined(separator: "\n")
-        }
-        return "duckrouter's log (last 40 lines):\n" + lines.suffix(40).joined(separator: "\n")
     }
 
     enum Expectation { case reply, error, any }

@@ -21,7 +21,7 @@ struct ChaosTests {
         options.router = DaemonTests.binary.path
         let report = try ChaosRun(options).run()
         print(report.text)
-        if !report.passed { print(ChaosReport.logExcerpt(report.log)) }
+        if !report.passed { print(daemonLogExcerpt(report.log, lastLines: 60)) }
         return report
     }
 

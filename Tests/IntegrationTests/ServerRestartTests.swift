@@ -117,12 +117,7 @@ struct ServerRestartTests {
         /// Threads, open file descriptors and resident memory (kB) of the daemon.
         func resources() -> (threads: Int, fds: Int, rssKB: Int) {
             let pid = daemon.processIdentifier
-            let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
-            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-            let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-                .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? -1
-            return (threads, fds, rss)
+            return (threadCount(pid) ?? -1, openDescriptors(pid) ?? -1, residentKB(pid) ?? -1)
         }
     }
 
