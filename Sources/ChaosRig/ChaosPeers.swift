@@ -45,7 +45,7 @@ public final class ChaosPeers: @unchecked Sendable {
             // A length prefix that promises more than comes, or junk after a valid one.
             var bytes: [UInt8] = random.next(2) == 0 ? [0x7f, 0xff, 0xff, 0xff] : [0, 0, 0, 16]
             bytes += Self.junk(&random, count: 1 + random.next(300))
-            Self.write(fd, bytes)
+            Sockets.write(fd, bytes)
             close(fd)
             tcp += 1
         }
@@ -58,7 +58,7 @@ public final class ChaosPeers: @unchecked Sendable {
                 "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999\r\n\r\nxx",
                 "GET /app/music/volume?VALUE=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
             ]
-            Self.write(fd, Array(requests[random.next(requests.count)].utf8) + Self.junk(&random, count: random.next(64)))
+            Sockets.write(fd, Array(requests[random.next(requests.count)].utf8) + Self.junk(&random, count: random.next(64)))
             close(fd)
             http += 1
         }
@@ -71,7 +71,7 @@ public final class ChaosPeers: @unchecked Sendable {
                 [0x82, 0x05] + Array("/junk".utf8),
                 [0x82, 0x84, 9, 9, 9, 9] + Self.junk(&random, count: 4),
             ]
-            Self.write(fd, frames[random.next(frames.count)])
+            Sockets.write(fd, frames[random.next(frames.count)])
             close(fd)
             ws += 1
         }
@@ -88,7 +88,7 @@ public final class ChaosPeers: @unchecked Sendable {
             for message in [OSCMessage("/subscribe"), OSCMessage("/meters", [.float(20)])] {
                 let packet = OSCCodec.encode(message)
                 let n = UInt32(packet.count)
-                Self.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet)
+                Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet)
             }
             stuck.append(fd)
             opened += 1
@@ -96,7 +96,7 @@ public final class ChaosPeers: @unchecked Sendable {
         for index in 0..<(1 + random.next(3)) {
             guard let fd = webSocket() else { continue }
             for message in [OSCMessage("/subscribe"), OSCMessage("/meters/levels", [.float(20)])] {
-                Self.write(fd, Self.maskedBinaryFrame(OSCCodec.encode(message)))
+                Sockets.write(fd, webSocketFrame(opcode: 2, OSCCodec.encode(message)))
             }
             // The first reads slowly; the others never.
             if index == 0 { slow.append(fd) } else { stuck.append(fd) }
@@ -104,7 +104,7 @@ public final class ChaosPeers: @unchecked Sendable {
         }
         for _ in 0..<(1 + random.next(3)) {
             guard let fd = Self.connect(httpPort) else { continue }
-            Self.write(fd, Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
+            Sockets.write(fd, Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
             stuck.append(fd)
             opened += 1
         }
@@ -118,35 +118,16 @@ public final class ChaosPeers: @unchecked Sendable {
         slow = []
     }
 
-    /// A WebSocket opened on the HTTP port (nil when the router refused it).
+    /// A WebSocket opened on the HTTP port, non-blocking once open (nil when the router refused it).
     func webSocket() -> Int32? {
-        guard let fd = Self.connect(httpPort) else { return nil }
-        let request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(httpPort)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        Self.write(fd, Array(request.utf8))
+        let fd = Sockets.tcp(from: "127.0.0.1", toPort: httpPort, wait: true)
+        guard fd >= 0 else { return nil }
+        Sockets.write(fd, webSocketUpgrade(port: httpPort))
         // The 101 and its headers.
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let deadline = Date().addingTimeInterval(2)
-        while Date() < deadline, !String(decoding: response, as: UTF8.self).contains("\r\n\r\n") {
-            var pollfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pollfd, 1, 100) >= 0 else { break }
-            if pollfd.revents == 0 { continue }
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            response += buffer[0..<n]
-        }
+        let response = Sockets.read(fd, until: headComplete)
         guard String(decoding: response, as: UTF8.self).hasPrefix("HTTP/1.1 101") else { close(fd); return nil }
+        Sockets.setNonBlocking(fd)
         return fd
-    }
-
-    static func maskedBinaryFrame(_ payload: [UInt8]) -> [UInt8] {
-        let mask: [UInt8] = [0x11, 0x22, 0x33, 0x44]
-        var frame: [UInt8] = [0x82]
-        if payload.count < 126 { frame.append(0x80 | UInt8(payload.count)) } else { frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] }
-        frame += mask
-        frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
-        return frame
     }
 
     static func junk(_ random: inout SplitMix, count: Int) -> [UInt8] {
@@ -155,22 +136,9 @@ public final class ChaosPeers: @unchecked Sendable {
 
     /// A TCP connection to 127.0.0.1:`port`, non-blocking once open (nil when refused).
     static func connect(_ port: UInt16) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Sockets.tcp(from: "127.0.0.1", toPort: port, wait: true)
         guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { close(fd); return nil }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        Sockets.setNonBlocking(fd)
         return fd
-    }
-
-    /// Writes what the socket takes now (a peer that stops reading fills it; the rest is dropped).
-    static func write(_ fd: Int32, _ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JackRig
 import OSCTransport
 
 /// The allowed control surface being measured, on 127.0.0.1: `/ping` over UDP at a steady rate

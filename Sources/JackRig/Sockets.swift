@@ -3,12 +3,12 @@ import Foundation
 import Glibc
 #endif
 
-/// Plain IPv4 sockets bound to a chosen loopback source address: the hosts of the run are
-/// 127.0.0.1 (allowed, measured), 127.0.0.3 (allowed, hostile) and 127.0.0.2 (refused), all on
-/// this machine's loopback. Every socket is closed by its owner; nothing here leaves loopback.
-enum Sockets {
+/// Plain IPv4 sockets bound to a chosen loopback source address, for the runs that play peers of
+/// the router's listeners (duckhostile's hosts 127.0.0.1, .2 and .3; the chaos run's peers).
+/// Every socket is closed by its owner; nothing here leaves loopback.
+public enum Sockets {
     /// A UDP socket bound to `source` (any port), or -1.
-    static func udp(from source: String) -> Int32 {
+    public static func udp(from source: String) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return -1 }
         guard bind(fd, to: source, port: 0) else {
@@ -20,7 +20,7 @@ enum Sockets {
 
     /// Sends `bytes` to 127.0.0.1:`port` from `fd` (a UDP socket); false when the kernel refused.
     @discardableResult
-    static func send(_ fd: Int32, _ bytes: [UInt8], toPort port: UInt16) -> Bool {
+    public static func send(_ fd: Int32, _ bytes: [UInt8], toPort port: UInt16) -> Bool {
         var address = inet("127.0.0.1", port: port)
         return bytes.withUnsafeBytes { buffer in
             withUnsafePointer(to: &address) { pointer in
@@ -34,7 +34,7 @@ enum Sockets {
     /// A TCP connection from `source` to 127.0.0.1:`port`, or -1. `wait`: block until it is made
     /// (or `timeout` passes), then leave the socket blocking with that timeout on reads and
     /// writes; otherwise the connect is only started and the socket stays non-blocking.
-    static func tcp(from source: String, toPort port: UInt16, wait: Bool, timeout: Double = 2) -> Int32 {
+    public static func tcp(from source: String, toPort port: UInt16, wait: Bool, timeout: Double = 2) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return -1 }
         guard bind(fd, to: source, port: 0) else {
@@ -70,7 +70,7 @@ enum Sockets {
     /// Writes all of `bytes` (a blocking socket) or as much as goes now (a non-blocking one);
     /// false on an error.
     @discardableResult
-    static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    public static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -82,7 +82,7 @@ enum Sockets {
 
     /// Reads until `complete` says the bytes so far are whole, the peer closes, or the socket's
     /// timeout passes; what was read.
-    static func read(_ fd: Int32, until complete: ([UInt8]) -> Bool) -> [UInt8] {
+    public static func read(_ fd: Int32, until complete: ([UInt8]) -> Bool) -> [UInt8] {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while !complete(received) {
@@ -93,9 +93,14 @@ enum Sockets {
         return received
     }
 
+    /// Makes `fd` non-blocking: a write takes what goes now, a read what is there.
+    public static func setNonBlocking(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
     /// Whether the peer has closed `fd` (a read finds its end) without waiting; bytes waiting are
     /// read and dropped.
-    static func peerClosed(_ fd: Int32) -> Bool {
+    public static func peerClosed(_ fd: Int32) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
@@ -123,7 +128,7 @@ enum Sockets {
 
     /// Raises this process's soft limit on open descriptors to its hard limit: the run holds
     /// thousands of connections.
-    static func raiseDescriptorLimit() -> Int {
+    public static func raiseDescriptorLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
         limit.rlim_cur = limit.rlim_max
@@ -135,7 +140,7 @@ enum Sockets {
 
 /// The bytes of one masked WebSocket frame from a client (RFC 6455 §5.2): FIN, `opcode`,
 /// `payload` masked with `mask`.
-func webSocketFrame(opcode: UInt8, _ payload: [UInt8], mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]) -> [UInt8] {
+public func webSocketFrame(opcode: UInt8, _ payload: [UInt8], mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]) -> [UInt8] {
     var frame: [UInt8] = [0x80 | opcode]
     if payload.count < 126 {
         frame.append(0x80 | UInt8(payload.count))
@@ -151,11 +156,11 @@ func webSocketFrame(opcode: UInt8, _ payload: [UInt8], mask: [UInt8] = [0x12, 0x
 }
 
 /// The request that opens a WebSocket on `port`'s root, as a program (no Origin) would send it.
-func webSocketUpgrade(port: UInt16) -> [UInt8] {
+public func webSocketUpgrade(port: UInt16) -> [UInt8] {
     Array("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8)
 }
 
 /// Whether `bytes` hold a whole HTTP response head.
-func headComplete(_ bytes: [UInt8]) -> Bool {
+public func headComplete(_ bytes: [UInt8]) -> Bool {
     bytes.count >= 4 && bytes.indices.dropFirst(3).contains { bytes[$0 - 3] == 13 && bytes[$0 - 2] == 10 && bytes[$0 - 1] == 13 && bytes[$0] == 10 }
 }
