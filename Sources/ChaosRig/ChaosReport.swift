@@ -56,7 +56,12 @@ public struct ChaosReport: Sendable {
     public var stepsAtMissedCycles = 0
     public var stepsAtXruns = 0
     public var sinkGaps = 0
+    /// The last cycles the sinks missed (when, which sink, what the clock did), printed with a
+    /// violation.
+    public var recentGaps: [String] = []
     public var lateGraphCycles = 0
+    /// Cycles a sink heard twice on jackd (a step at their seams is judged as any other).
+    public var repeatedCycles = 0
     /// OSC changes answered after more than 1 s (path and time), all while a server was away,
     /// frozen or coming back.
     public var slowAnswers: [String] = []
@@ -92,7 +97,8 @@ public struct ChaosReport: Sendable {
         }
         lines.append("  open outcomes settled by a check: \(openOutcomesSettled); SIGKILLs that lost the last changes answered (within 0.5 s, or to a read-only folder): \(changesLostToKill)")
         lines.append("  steps at the sinks excused: \(stepsInFaults) in faults that stop the sound, \(stepsAtMissedCycles) at missed cycles, \(stepsAtXruns) beside xruns; "
-                     + "cycles the sinks missed: \(sinkGaps); late-graph silent cycles: \(lateGraphCycles)")
+                     + "cycles the sinks missed: \(sinkGaps); late-graph cycles (silent or played twice): \(lateGraphCycles)"
+                     + (repeatedCycles > 0 ? "; cycles played twice on jackd: \(repeatedCycles)" : ""))
         lines.append("  OSC changes answered after more than 1 s: \(slowAnswers.count)\(slowAnswers.isEmpty ? "" : " (" + slowAnswers.suffix(8).joined(separator: ", ") + ")")")
         if let first = resources.first, let last = resources.last {
             let peak = resources.map(\.residentKB).max() ?? 0
@@ -106,6 +112,10 @@ public struct ChaosReport: Sendable {
             lines.append("  replay: make chaos SEED=\(seed) MINUTES=\(String(format: "%.1f", seconds / 60)) SERVER=\(server)")
             lines.append("  the steps:")
             lines += steps.suffix(30).map { String(format: "    %7.1f s  ", $0.at) + $0.faults.map(\.rawValue).joined(separator: " + ") + ": " + $0.detail }
+            if !recentGaps.isEmpty {
+                lines.append("  the last cycles the sinks missed:")
+                lines += recentGaps.map { "    " + $0 }
+            }
             if let keptFolder { lines.append("  the router's log, session and state are kept in \(keptFolder)") }
         }
         return lines.joined(separator: "\n")

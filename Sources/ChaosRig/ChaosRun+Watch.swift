@@ -14,6 +14,7 @@ extension ChaosRun {
             return
         }
         guard !events.isEmpty else { return }
+        noteGaps(events)
         let seen = daemon.state().flatMap(ChaosObservation.init)
         noteXruns(seen)
         // Moments the router's xrun count was seen to rise: a step within 0.3 s of one (the
@@ -23,18 +24,23 @@ extension ChaosRun {
         let pipewire = stage.implementation == "pipewire"
         // Frames near which a step says nothing of the router: a cycle a sink or the router
         // missed, or (on PipeWire) a whole cycle of silence its late graph gave.
-        var near: [(route: String?, frame: UInt32, frames: UInt32)] = []
+        // A late graph's cycle explains only a step at a seam between cycles (where a buffer
+        // played twice or a silent one meets the next), not one within a cycle.
+        var near: [(route: String?, frame: UInt32, frames: UInt32, seamOnly: Bool)] = []
         for (route, event) in events {
             switch event.kind {
-            case .gap: near.append((route, event.frameTime, period)); report.sinkGaps += 1
-            case .isolatedSilence where pipewire: near.append((route, event.frameTime, UInt32(event.size))); report.lateGraphCycles += 1
+            case .gap: near.append((route, event.frameTime, period, false))
+            case .isolatedSilence where pipewire, .repeatedCycle where pipewire:
+                near.append((route, event.frameTime, UInt32(event.size), true))
+                report.lateGraphCycles += 1
+            case .repeatedCycle: report.repeatedCycles += 1
             default: break
             }
         }
-        for gap in seen?.recentGaps ?? [] { near.append((nil, gap.first, gap.frames)) }
+        for gap in seen?.recentGaps ?? [] { near.append((nil, gap.first, gap.frames, false)) }
         for (route, event) in events {
             switch event.kind {
-            case .gap:
+            case .gap, .repeatedCycle:
                 continue
             case .nonFinite:
                 violate("\(route): \(event)")
@@ -46,7 +52,8 @@ extension ChaosRun {
                 }
                 if event.kind == .isolatedSilence && pipewire { continue }
                 let explained = near.contains { gap in
-                    (gap.route == nil || gap.route == route) && event.frameTime &- gap.frame &+ 2 * period <= gap.frames &+ 4 * period
+                    (gap.route == nil || gap.route == route) && (!gap.seamOnly || event.kind != .step || event.offset == 0)
+                        && event.frameTime &- gap.frame &+ 2 * period <= gap.frames &+ 4 * period
                 }
                 if explained { report.stepsAtMissedCycles += 1; continue }
                 let at = event.monotonicNanoseconds
@@ -58,6 +65,15 @@ extension ChaosRun {
                 return
             }
         }
+    }
+
+    /// Counts the cycles the sinks missed and keeps the last few, for a violation's report.
+    func noteGaps(_ events: [(route: String, event: ToneSink.Event)]) {
+        for (route, event) in events where event.kind == .gap {
+            report.sinkGaps += 1
+            report.recentGaps.append(String(format: "%7.2f s  ", ChaosClock.seconds(since: started, at: event.monotonicNanoseconds)) + "\(route): \(event)")
+        }
+        if report.recentGaps.count > 24 { report.recentGaps.removeFirst(report.recentGaps.count - 24) }
     }
 
     /// Samples the router's resources; too many threads or descriptors is a violation.

@@ -172,6 +172,7 @@ public final class ChaosRun: @unchecked Sendable {
             if ChaosClock.seconds(since: end) > deadline {
                 violate("not back as the model says \(String(format: "%.0f", deadline)) s after \(step.map(\.rawValue).joined(separator: " + ")): "
                         + last.prefix(12).joined(separator: "; "))
+                noteGaps(stage.takeEvents())
                 return false
             }
             Thread.sleep(forTimeInterval: 0.05)

@@ -19,8 +19,10 @@ public final class ToneSink: @unchecked Sendable {
     public struct Event: Sendable, CustomStringConvertible {
         /// `isolatedSilence`: one whole cycle of exact silence between cycles of sound, at
         /// `frameTime`, of `size` frames (PipeWire's late graph gives a client such a cycle and
-        /// tells no one; on jackd it means something cut the sound).
-        public enum Kind: Int32, Sendable { case step = 0, nonFinite = 1, gap = 2, isolatedSilence = 3 }
+        /// tells no one; on jackd it means something cut the sound). `repeatedCycle`: a cycle of
+        /// sound exactly the same as the one before it (a buffer played twice: PipeWire's late
+        /// graph again, or a client that did not run).
+        public enum Kind: Int32, Sendable { case step = 0, nonFinite = 1, gap = 2, isolatedSilence = 3, repeatedCycle = 4 }
         public var kind: Kind
         /// `CLOCK_MONOTONIC` nanoseconds at the start of the cycle it was seen in.
         public var monotonicNanoseconds: UInt64
@@ -29,13 +31,21 @@ public final class ToneSink: @unchecked Sendable {
         /// The step's size (`step`), the frames the clock skipped (`gap`), or the silent cycle's
         /// frames (`isolatedSilence`).
         public var size: Float
+        /// For a gap: the frames of the cycle it was seen in, and how far the clock moved from
+        /// the cycle before (to tell a missed cycle from a clock that steps by another amount
+        /// than the period).
+        public var cycleFrames: UInt32 = 0
+        public var clockStep: UInt32 = 0
+        /// For a step: the sample of its cycle it came at (0: across the cycles' seam).
+        public var offset: UInt32 = 0
 
         public var description: String {
             switch kind {
-            case .step: "a step of \(size) on channel \(channel + 1) at frame \(frameTime)"
+            case .step: "a step of \(size) on channel \(channel + 1) at frame \(frameTime) + \(offset)"
             case .nonFinite: "a non-finite sample on channel \(channel + 1) at frame \(frameTime)"
-            case .gap: "\(Int(size)) frames the sink did not hear before frame \(frameTime)"
+            case .gap: "\(Int(size)) frames the sink did not hear before frame \(frameTime) (a cycle of \(cycleFrames), the clock moved \(clockStep))"
             case .isolatedSilence: "a whole cycle of silence on channel \(channel + 1) at frame \(frameTime)"
+            case .repeatedCycle: "a cycle played twice on channel \(channel + 1) at frame \(frameTime)"
             }
         }
     }
@@ -126,7 +136,8 @@ public final class ToneSink: @unchecked Sendable {
         for index in first..<written {
             let record = state.pointee.events[index % State.eventCapacity]
             events.append(Event(kind: Event.Kind(rawValue: record.kind) ?? .step, monotonicNanoseconds: record.nanoseconds,
-                                frameTime: record.frameTime, channel: Int(record.channel), size: record.size))
+                                frameTime: record.frameTime, channel: Int(record.channel), size: record.size,
+                                cycleFrames: record.cycleFrames, clockStep: record.clockStep, offset: record.offset))
         }
         eventsRead = written
         return events
@@ -141,6 +152,9 @@ public final class ToneSink: @unchecked Sendable {
         var frameTime: UInt32 = 0
         var size: Float = 0
         var nanoseconds: UInt64 = 0
+        var cycleFrames: UInt32 = 0
+        var clockStep: UInt32 = 0
+        var offset: UInt32 = 0
     }
 
     struct State: ~Copyable {
@@ -158,6 +172,7 @@ public final class ToneSink: @unchecked Sendable {
         /// started (process thread only).
         var nextFrame: UInt32 = 0
         var lastFrame: UInt32 = 0
+        var lastCycleFrames = 0
         var heardAny = false
         /// A cycle whose frame time came one period early: JACK2's `jack_last_frame_time` reads
         /// the next cycle's time when a client runs late, and the cycle after then reads the same
@@ -194,10 +209,12 @@ public final class ToneSink: @unchecked Sendable {
             events.initialize(repeating: Record(), count: Self.eventCapacity)
         }
 
-        func record(_ kind: Int32, channel: Int, size: Float, frame: UInt32, nanoseconds: UInt64) {
+        func record(_ kind: Int32, channel: Int, size: Float, frame: UInt32, nanoseconds: UInt64,
+                    cycleFrames: UInt32 = 0, clockStep: UInt32 = 0, offset: UInt32 = 0) {
             let index = eventsWritten.load(ordering: .relaxed)
             events[index % Self.eventCapacity] = Record(kind: kind, channel: Int32(channel), frameTime: frame,
-                                                         size: size, nanoseconds: nanoseconds)
+                                                         size: size, nanoseconds: nanoseconds, cycleFrames: cycleFrames,
+                                                         clockStep: clockStep, offset: offset)
             eventsWritten.store(index + 1, ordering: .releasing)
         }
 
@@ -228,7 +245,8 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
                 joined = true   // the clock read early last cycle; no cycle was missed
             } else if frame == expected {
                 // The suspect cycle was where its clock said: the one before it was missed.
-                state.pointee.record(2, channel: 0, size: Float(state.pointee.suspectFrames), frame: suspect, nanoseconds: nanoseconds)
+                state.pointee.record(2, channel: 0, size: Float(state.pointee.suspectFrames), frame: suspect, nanoseconds: nanoseconds,
+                                     cycleFrames: frames, clockStep: frame &- state.pointee.lastFrame)
                 state.pointee.contiguousSince.store(state.pointee.suspectStart, ordering: .releasing)
                 joined = true
             }
@@ -243,7 +261,8 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
             compareAcross = false
         }
         if !joined {
-            state.pointee.record(2, channel: 0, size: Float(frame &- expected), frame: frame, nanoseconds: nanoseconds)
+            state.pointee.record(2, channel: 0, size: Float(frame &- expected), frame: frame, nanoseconds: nanoseconds,
+                                 cycleFrames: frames, clockStep: frame &- state.pointee.lastFrame)
         }
     }
     if !joined { state.pointee.contiguousSince.store(start, ordering: .releasing) }
@@ -258,22 +277,30 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
         let input = raw.assumingMemoryBound(to: Float.self)
         var silent = true
         var largest: Float = 0
+        var largestAt = 0
         var previous = joined && compareAcross ? state.pointee.last[c] : input[0]
         var nonFinite = false
+        // The same as the cycle before, sample for sample (only a cycle of the same length that
+        // followed it without a gap can be).
+        var repeated = joined && compareAcross && state.pointee.lastCycleFrames == n && start >= n
         for i in 0..<n {
             let x = input[i]
             if !x.isFinite { nonFinite = true; ring[(start + i) % capacity] = 0; continue }
             if x != 0 { silent = false }
             let step = abs(x - previous)
-            if step > largest { largest = step }
+            if step > largest { largest = step; largestAt = i }
             previous = x
+            if repeated && ring[(start - n + i) % capacity] != x { repeated = false }
             ring[(start + i) % capacity] = x
+        }
+        if repeated && !silent {
+            state.pointee.record(4, channel: c, size: Float(n), frame: frame, nanoseconds: nanoseconds)
         }
         if nonFinite {
             state.pointee.record(1, channel: c, size: 0, frame: frame, nanoseconds: nanoseconds)
         }
         if largest > limit {
-            state.pointee.record(0, channel: c, size: largest, frame: frame, nanoseconds: nanoseconds)
+            state.pointee.record(0, channel: c, size: largest, frame: frame, nanoseconds: nanoseconds, offset: UInt32(largestAt))
         }
         if !joined {
             // What came before a gap is not known: a silent cycle after one is not isolated.
@@ -291,6 +318,7 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
         state.pointee.last[c] = previous
     }
     state.pointee.lastFrame = frame
+    state.pointee.lastCycleFrames = n
     state.pointee.nextFrame = frame &+ frames
     state.pointee.heardAny = true
     state.pointee.lastCycleNanoseconds.store(nanoseconds, ordering: .relaxed)
