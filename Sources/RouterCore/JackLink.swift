@@ -90,6 +90,9 @@ final class JackLink: @unchecked Sendable {
     /// Whether an event of that epoch comes from the current client.
     func isCurrent(epoch: Int) -> Bool { client != nil && epoch == self.epoch }
 
+    /// The epoch of the current client (of the last one while none runs).
+    var currentEpoch: Int { epoch }
+
     /// The server went away, or stopped running the client's cycles (`CycleWatchdog`): the
     /// client is given up without waiting for the server, which may never answer again, and the
     /// time away starts. It is closed on the `closer` queue (jack_client_close asks the server

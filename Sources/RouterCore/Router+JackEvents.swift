@@ -40,8 +40,9 @@ extension Router {
             bufferSize = opened.bufferSize
             engine.setProcessTimeWindow(cycles: UInt64(10 * sampleRate / max(bufferSize, 1)))
             try opened.setProcessCallback(engineProcessCallback, argument: engine.processArgument)
-            // Routes whose device is not there (yet) start unavailable (docs/POLICY.md §5.9).
-            updateRoutePresence()
+            // Routes whose device is not there (yet) start unavailable (docs/POLICY.md §5.9);
+            // those that are there are taken at once.
+            updateRoutePresence(settlingNew: false)
             if let route = selectedRoute {
                 if policy.state.availableRoutes.contains(route) {
                     _ = try? performOnQueue([Change(.selectRoute(route))])
@@ -53,6 +54,7 @@ extension Router {
                 throw RouterError.capacity("the audio thread's plan queue is full before activation")
             }
             afterPublishing()
+            willActivate?()
             try opened.activate()
         } catch {
             // The client first (deactivated and closed: its process thread joined), then the
@@ -68,6 +70,9 @@ extension Router {
         watchdog.arm(cycles: engine.statistics.cycles, now: Engine.monotonicNow)
         reportNetManager(link.startNetManager())
         makeConnections(on: opened)
+        // JACK tells an inactive client of no port: a device that came between the look above
+        // and the activation is found here (and settles, as a device that just came does).
+        updateRoutePresence()
         refreshRouteLatencies()
         // The level timer stops while no server runs the client.
         wakeLevelWatching()
@@ -290,13 +295,25 @@ extension Router {
     /// stopped answering) the policy hears that the route became available or unavailable
     /// (docs/POLICY.md §5.9): last in wins, private routes stop what played through them.
     /// `port`: only routes with that destination; nil: every route.
-    func updateRoutePresence(port: String? = nil) {
+    ///
+    /// A route whose ports are there before JACK's word of them has reached the control queue
+    /// (JACK updates the graph first, and tells clients on a thread of its own) settles from now,
+    /// as if that word had come: taken at once, a device plugged later would win over one that
+    /// came first and is still settling. `settlingNew: false` takes such routes at once (the
+    /// look at the graph as the router joins it).
+    func updateRoutePresence(port: String? = nil, settlingNew: Bool = true) {
         // While the server is away nothing is known of the graph: routes stay as they were.
         guard let client = link.client else { return }
         let presence = patchbay.routePresence(inventory.routes, on: client)
         let now = DispatchTime.now().uptimeNanoseconds
         for (index, present) in presence.enumerated() where port.map(inventory.routes[index].destinations.contains) ?? true {
-            if present, !inventory.routes[index].present, let settles = inventory.routes[index].settlesAt, now < settles { continue }
+            if present, !inventory.routes[index].present {
+                if let settles = inventory.routes[index].settlesAt, now < settles { continue }
+                if settlingNew, inventory.routes[index].settlesAt == nil {
+                    letRouteSettle(index)
+                    continue
+                }
+            }
             inventory.routes[index].settlesAt = nil
             inventory.routes[index].present = present
             let name = inventory.routes[index].name
@@ -323,7 +340,19 @@ extension Router {
         for index in inventory.routes.indices where inventory.routes[index].destinations.contains(port) && !inventory.routes[index].present {
             inventory.routes[index].settlesAt = settlesAt
         }
-        queue.asyncAfter(deadline: .now() + settle) { [weak self] in
+        lookAgain(after: settle, epoch: epoch)
+    }
+
+    /// One route settles from now (`updateRoutePresence`).
+    private func letRouteSettle(_ index: Int) {
+        let settle = routeSettleTime
+        inventory.routes[index].settlesAt = DispatchTime.now().uptimeNanoseconds + UInt64(settle * 1e9)
+        lookAgain(after: settle, epoch: link.currentEpoch)
+    }
+
+    /// Looks at every route's presence again once `seconds` have gone, on the same client.
+    private func lookAgain(after seconds: Double, epoch: Int) {
+        queue.asyncAfter(deadline: .now() + seconds) { [weak self] in
             guard let self, !stopped, link.isCurrent(epoch: epoch) else { return }
             updateRoutePresence()
         }

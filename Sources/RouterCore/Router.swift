@@ -97,6 +97,9 @@ public final class Router: @unchecked Sendable {
     var currentRoute: Int?
     var timed = TimedChanges() { didSet { if !housekeepingBusy { paceHousekeeping() } } }
     var signals: SignalWatcher
+    /// Test seam: runs on the control queue as the router joins a server, just before its client
+    /// is activated (nil in the daemon).
+    var willActivate: (() -> Void)?
     var keeper: StateKeeper
     var diagnostics = Diagnostics()
     var loudness: LoudnessMeters
