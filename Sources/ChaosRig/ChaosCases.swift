@@ -13,5 +13,7 @@ public struct ChaosCase: Sendable {
                   found: "a reload adding an app as the server died left the app out until a restart (ReloadTests.reloadAsServerDies)"),
         ChaosCase(seed: 7, server: "pipewire", seconds: 160,
                   found: "a selection its route's going cleared was not saved (RouteSelectionTests.clearedSelectionSaved)"),
+        ChaosCase(seed: 2811, server: "jackd", seconds: 1140,
+                  found: "devices back after a server restart taken out of the order they came, the last one losing (RoutePresenceTests)"),
     ]
 }

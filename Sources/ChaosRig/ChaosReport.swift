@@ -50,18 +50,13 @@ public struct ChaosReport: Sendable {
     /// Outcomes a fault left open that a check settled; SIGKILLs that lost the last changes.
     public var openOutcomesSettled = 0
     public var changesLostToKill = 0
-    /// Steps at the sinks excused: in a fault that stops the sound, at a missed cycle, in a
-    /// stretch with an xrun; and what explained them.
-    public var stepsInFaults = 0
-    public var stepsAtMissedCycles = 0
-    public var stepsAtXruns = 0
+    /// Steps at the sinks excused (in a fault that stops the sound, at a missed cycle, in a
+    /// stretch with an xrun), and the late graph's cycles.
+    public var excused = SinkEventJudge.Tally()
     public var sinkGaps = 0
     /// The last cycles the sinks missed (when, which sink, what the clock did), printed with a
     /// violation.
     public var recentGaps: [String] = []
-    public var lateGraphCycles = 0
-    /// Cycles a sink heard twice on jackd (a step at their seams is judged as any other).
-    public var repeatedCycles = 0
     /// OSC changes answered after more than 1 s (path and time), all while a server was away,
     /// frozen or coming back.
     public var slowAnswers: [String] = []
@@ -96,9 +91,10 @@ public struct ChaosReport: Sendable {
             lines.append(String(format: "  steps with faults at once: %d, recovery %.2f / %.2f / %.2f s", compoundRecoveries.count, spread.median, spread.p99, spread.max))
         }
         lines.append("  open outcomes settled by a check: \(openOutcomesSettled); SIGKILLs that lost the last changes answered (within 0.5 s, or to a read-only folder): \(changesLostToKill)")
-        lines.append("  steps at the sinks excused: \(stepsInFaults) in faults that stop the sound, \(stepsAtMissedCycles) at missed cycles, \(stepsAtXruns) beside xruns; "
-                     + "cycles the sinks missed: \(sinkGaps); late-graph cycles (silent or played twice): \(lateGraphCycles)"
-                     + (repeatedCycles > 0 ? "; cycles played twice on jackd: \(repeatedCycles)" : ""))
+        lines.append("  steps at the sinks excused: \(excused.stepsInFaults) in faults that stop the sound, \(excused.stepsAtMissedCycles) at missed cycles "
+                     + "or late-graph seams, \(excused.stepsAtXruns) beside xruns; cycles the sinks missed: \(sinkGaps); "
+                     + "late-graph cycles: \(excused.lateSilentCycles) silent, \(excused.lateRepeatedCycles) played twice"
+                     + (excused.repeatedCycles > 0 ? "; cycles played twice on jackd: \(excused.repeatedCycles)" : ""))
         lines.append("  OSC changes answered after more than 1 s: \(slowAnswers.count)\(slowAnswers.isEmpty ? "" : " (" + slowAnswers.suffix(8).joined(separator: ", ") + ")")")
         if let first = resources.first, let last = resources.last {
             let peak = resources.map(\.residentKB).max() ?? 0

@@ -5,66 +5,29 @@ import JackRig
 /// no click outside a fault that stops the sound itself) and the router's threads, descriptors
 /// and memory.
 extension ChaosRun {
-    /// Reads the sinks' events since the last call; a non-finite sample, or a step that no fault,
-    /// missed cycle or late graph explains, is a violation.
+    /// Reads the sinks' events since the last call and judges them (`SinkEventJudge`): a
+    /// non-finite sample, or a step that no fault, missed cycle, xrun or late graph explains, is
+    /// a violation.
     func watchSound() {
         let events = stage.takeEvents()
         if stage.lostEvents > 0 {
             violate("the sinks lost \(stage.lostEvents) events to a full ring: what they saw cannot be judged")
             return
         }
-        guard !events.isEmpty else { return }
+        guard !events.isEmpty || judge.holding else { return }
         noteGaps(events)
         let seen = daemon.state().flatMap(ChaosObservation.init)
         noteXruns(seen)
-        // Moments the router's xrun count was seen to rise: a step within 0.3 s of one (the
-        // count is read every 50-100 ms) may be the xrun's.
-        let xrunTimes = zip(xrunMarks, xrunMarks.dropFirst()).compactMap { a, b in b.count > a.count ? (a.at, b.at) : nil }
-        let period = UInt32(stage.period)
-        let pipewire = stage.implementation == "pipewire"
-        // Frames near which a step says nothing of the router: a cycle a sink or the router
-        // missed, or (on PipeWire) a whole cycle of silence its late graph gave.
-        // A late graph's cycle explains only a step at a seam between cycles (where a buffer
-        // played twice or a silent one meets the next), not one within a cycle.
-        var near: [(route: String?, frame: UInt32, frames: UInt32, seamOnly: Bool)] = []
-        for (route, event) in events {
-            switch event.kind {
-            case .gap: near.append((route, event.frameTime, period, false))
-            case .isolatedSilence where pipewire, .repeatedCycle where pipewire:
-                near.append((route, event.frameTime, UInt32(event.size), true))
-                report.lateGraphCycles += 1
-            case .repeatedCycle: report.repeatedCycles += 1
-            default: break
-            }
+        // A fault that stops the sound excuses from a little before it starts until 1.5 s after
+        // the router was back; a rise of the xrun count (read every 50-100 ms), 0.3 s either side.
+        let faults = breaks.map { ($0.from &- 100_000_000)...($0.to &+ 1_500_000_000) }
+        let xruns = zip(xrunMarks, xrunMarks.dropFirst()).compactMap { a, b in
+            b.count > a.count ? (a.at &- 300_000_000)...(b.at &+ 300_000_000) : nil
         }
-        for gap in seen?.recentGaps ?? [] { near.append((nil, gap.first, gap.frames, false)) }
-        for (route, event) in events {
-            switch event.kind {
-            case .gap, .repeatedCycle:
-                continue
-            case .nonFinite:
-                violate("\(route): \(event)")
-                return
-            case .isolatedSilence, .step:
-                if breaks.contains(where: { event.monotonicNanoseconds >= $0.from &- 100_000_000 && event.monotonicNanoseconds <= $0.to &+ 1_500_000_000 }) {
-                    report.stepsInFaults += 1
-                    continue
-                }
-                if event.kind == .isolatedSilence && pipewire { continue }
-                let explained = near.contains { gap in
-                    (gap.route == nil || gap.route == route) && (!gap.seamOnly || event.kind != .step || event.offset == 0)
-                        && event.frameTime &- gap.frame &+ 2 * period <= gap.frames &+ 4 * period
-                }
-                if explained { report.stepsAtMissedCycles += 1; continue }
-                let at = event.monotonicNanoseconds
-                if xrunTimes.contains(where: { at &+ 300_000_000 >= $0.0 && at <= $0.1 &+ 300_000_000 }) {
-                    report.stepsAtXruns += 1
-                    continue
-                }
-                violate("\(route): \(event), with no fault, missed cycle or xrun to explain it")
-                return
-            }
-        }
+        let violation = judge.judge(events, now: ChaosClock.now, period: UInt32(stage.period), pipewire: stage.implementation == "pipewire",
+                                    routerGaps: seen?.recentGaps ?? [], faults: faults, xruns: xruns)
+        report.excused = judge.tally
+        if let violation { violate(violation) }
     }
 
     /// Counts the cycles the sinks missed and keeps the last few, for a violation's report.

@@ -59,6 +59,8 @@ public final class ChaosRun: @unchecked Sendable {
     var breaks: [(from: UInt64, to: UInt64, fault: ChaosFault)] = []
     /// The router's xrun count as seen at each `/state` (a restart starts it again at 0).
     var xrunMarks: [(at: UInt64, count: Int)] = []
+    /// What the sinks saw, judged between checks (ChaosRun+Watch.swift).
+    var judge = SinkEventJudge()
     /// The time of the newest answered state the last check found the state file holding.
     var lastSavedCheck = 0.0
     /// Where a fault wants its recovery counted from, if not its end (a server's launch).
@@ -129,6 +131,11 @@ public final class ChaosRun: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: 0.1)
                 noteXruns(daemon.state().flatMap(ChaosObservation.init))
             }
+            watchSound()
+        }
+        // The events held back at the last read (the newest quarter second's) are judged too.
+        if report.violation == nil, judge.holding {
+            Thread.sleep(forTimeInterval: 0.3)
             watchSound()
         }
         return finish()

@@ -28,8 +28,8 @@ public final class ToneSink: @unchecked Sendable {
         public var monotonicNanoseconds: UInt64
         public var frameTime: UInt32
         public var channel: Int
-        /// The step's size (`step`), the frames the clock skipped (`gap`), or the silent cycle's
-        /// frames (`isolatedSilence`).
+        /// The step's size (`step`), the frames the clock skipped (`gap`), or the silent or
+        /// repeated cycle's frames (`isolatedSilence`, `repeatedCycle`).
         public var size: Float
         /// For a gap: the frames of the cycle it was seen in, and how far the clock moved from
         /// the cycle before (to tell a missed cycle from a clock that steps by another amount
@@ -38,6 +38,18 @@ public final class ToneSink: @unchecked Sendable {
         public var clockStep: UInt32 = 0
         /// For a step: the sample of its cycle it came at (0: across the cycles' seam).
         public var offset: UInt32 = 0
+
+        public init(kind: Kind, monotonicNanoseconds: UInt64, frameTime: UInt32, channel: Int, size: Float,
+                    cycleFrames: UInt32 = 0, clockStep: UInt32 = 0, offset: UInt32 = 0) {
+            self.kind = kind
+            self.monotonicNanoseconds = monotonicNanoseconds
+            self.frameTime = frameTime
+            self.channel = channel
+            self.size = size
+            self.cycleFrames = cycleFrames
+            self.clockStep = clockStep
+            self.offset = offset
+        }
 
         public var description: String {
             switch kind {
@@ -271,11 +283,17 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
     for c in 0..<state.pointee.inputCount {
         let ring = state.pointee.ring + c * capacity
         guard let raw = JackClient.portBuffer(state.pointee.inputPorts[c], frames) else {
+            // No buffer: heard as silence, in the ring and in what the next cycle is compared with.
             for i in 0..<n { ring[(start + i) % capacity] = 0 }
+            state.pointee.last[c] = 0
+            state.pointee.silentRun[c] += 1
             continue
         }
         let input = raw.assumingMemoryBound(to: Float.self)
         var silent = true
+        // The step across the seam from the last cycle (sample 0) and the largest within this
+        // one are reported apart: a seam a late graph explains hides no click within the cycle.
+        var seamStep: Float = 0
         var largest: Float = 0
         var largestAt = 0
         var previous = joined && compareAcross ? state.pointee.last[c] : input[0]
@@ -288,7 +306,7 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
             if !x.isFinite { nonFinite = true; ring[(start + i) % capacity] = 0; continue }
             if x != 0 { silent = false }
             let step = abs(x - previous)
-            if step > largest { largest = step; largestAt = i }
+            if i == 0 { seamStep = step } else if step > largest { largest = step; largestAt = i }
             previous = x
             if repeated && ring[(start - n + i) % capacity] != x { repeated = false }
             ring[(start + i) % capacity] = x
@@ -298,6 +316,9 @@ private let toneSinkProcess: JackClient.ProcessCallback = { frames, argument in
         }
         if nonFinite {
             state.pointee.record(1, channel: c, size: 0, frame: frame, nanoseconds: nanoseconds)
+        }
+        if seamStep > limit {
+            state.pointee.record(0, channel: c, size: seamStep, frame: frame, nanoseconds: nanoseconds)
         }
         if largest > limit {
             state.pointee.record(0, channel: c, size: largest, frame: frame, nanoseconds: nanoseconds, offset: UInt32(largestAt))
