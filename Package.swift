@@ -209,7 +209,7 @@ let package = Package(
         ]),
         .testTarget(name: "IntegrationTests", dependencies: [
             "RouterCore", "JackHost", "Engine", "SessionStore", "JackRig", "CAllocCounter", "OSCTransport", "Loudness",
-            "BuildInfo", "ControlVocabulary", "Policy", "ChaosRig",
+            "BuildInfo", "ControlVocabulary", "Policy", "ChaosRig", "OSCControl",
         ], exclude: ["Resources"]),
     ]
 )

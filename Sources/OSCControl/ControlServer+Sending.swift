@@ -57,13 +57,18 @@ extension ControlServer {
                 release(target)
             }
         }
-        subscribers.removeAll { target in
-            guard reached.insert(target.url).inserted else { return false }
-            if send(bytes, to: target) { return false }
+        // A send that fails on a TCP subscriber's connection closes it, and the close takes that
+        // subscriber out of the list (`closed`) at once: the list is walked as a copy, and those
+        // that failed too often are taken out after.
+        var failed: [Target] = []
+        for target in subscribers where reached.insert(target.url).inserted {
+            if !send(bytes, to: target) { failed.append(target) }
+        }
+        for target in failed {
             logger.warning("dropping a subscriber after repeated failures", metadata: ["url": "\(target.url)"])
             release(target)
-            return true
         }
+        if !failed.isEmpty { subscribers.removeAll { target in failed.contains { $0 === target } } }
     }
 
     static func message(for notification: RouterNotification) -> OSCMessage {

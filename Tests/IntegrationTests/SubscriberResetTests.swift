@@ -1,0 +1,59 @@
+import Dispatch
+import Foundation
+import JackRig
+@testable import OSCControl
+import OSCTransport
+import Testing
+
+/// A control surface subscribed over TCP that goes away while a notification goes out.
+@Suite("OSC subscribers whose connection resets", .serialized)
+struct SubscriberResetTests {
+    final class Box: @unchecked Sendable { var value: Int? }
+
+    /// Runs `work` on the OSC server's thread and waits for it.
+    static func onServerThread(_ control: ControlServer, _ work: @escaping @Sendable () -> Int) -> Int? {
+        let box = Box(), done = DispatchSemaphore(value: 0)
+        control.server.execute { box.value = work(); done.signal() }
+        return done.wait(timeout: .now() + 5) == .success ? box.value : nil
+    }
+
+    @Test("a TCP subscriber whose connection was reset when a notification goes out to it is dropped, and the server goes on (the failed send closed the connection, whose close took the subscriber out of the list being walked: an abort)")
+    func resetAsANotificationGoesOut() throws {
+        let rig = try Rig()
+        defer { rig.close() }
+        var configuration = ControlServer.Configuration()
+        configuration.port = try OSCPorts.free()
+        let control = try ControlServer(configuration: configuration, router: try #require(rig.router), relay: NotificationRelay())
+        control.start()
+        defer { control.stop() }
+
+        let fd = Sockets.tcp(from: "127.0.0.1", toPort: control.port, wait: true)
+        try #require(fd >= 0)
+        let packet = OSCCodec.encode(OSCMessage("/subscribe"))
+        let n = UInt32(packet.count)
+        #expect(Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet))
+        // Its reply says it is subscribed.
+        let reply = Sockets.read(fd, until: { String(decoding: $0, as: UTF8.self).contains("/subscribe") })
+        #expect(String(decoding: reply, as: UTF8.self).contains("/reply"))
+        #expect(Self.onServerThread(control) { control.subscribers.count } == 1)
+
+        // The server thread is held; the subscriber resets its connection (RST); the notification
+        // goes out before the thread looks at its sockets again.
+        let reset = DispatchSemaphore(value: 0), delivered = DispatchSemaphore(value: 0)
+        control.server.execute {
+            reset.wait()
+            usleep(50_000)   // the RST reaches the server's end of the socket
+            control.deliver(.xruns(total: 1, new: 1))
+            delivered.signal()
+        }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close(fd)
+        reset.signal()
+        #expect(delivered.wait(timeout: .now() + 5) == .success)
+        #expect(Self.onServerThread(control) { control.subscribers.count } == 0, "the subscriber whose connection went is dropped")
+        // And the server answers the next peer.
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: control.port))
+        #expect(try ask(client, OSCMessage("/subscribe"))?.path == "/reply")
+    }
+}
