@@ -15,5 +15,7 @@ public struct ChaosCase: Sendable {
                   found: "a selection its route's going cleared was not saved (RouteSelectionTests.clearedSelectionSaved)"),
         ChaosCase(seed: 2811, server: "jackd", seconds: 1140,
                   found: "devices back after a server restart taken out of the order they came, the last one losing (RoutePresenceTests)"),
+        ChaosCase(seed: 2811, server: "jackd", seconds: 1500,
+                  found: "a TCP subscriber reset as a notification went out aborted the router (SubscriberResetTests); played after the fix above"),
     ]
 }
