@@ -91,7 +91,9 @@ extension ControlServer {
         guard case let .change(event, _) = command else { return }
         switch event {
         case let .register(configuration):
-            if owners[configuration.name] == nil {
+            // A TCP peer gone before its change applied (a bundle timed for later, or a reply
+            // whose send closed it) owns nothing: its close has let go of what it held already.
+            if owners[configuration.name] == nil, server.isConnected(peer) {
                 owners[configuration.name] = Owner(peer)
                 // What others scheduled on it while it had no owner is not the new owner's.
                 router.withdrawTimedChanges(actingOn: configuration.name,

@@ -2,11 +2,12 @@ import Dispatch
 import Foundation
 import JackRig
 @testable import OSCControl
-import OSCTransport
+@testable import OSCTransport
 import Testing
 
-/// A control surface subscribed over TCP that goes away while a notification goes out.
-@Suite("OSC subscribers whose connection resets", .serialized)
+/// Peers over TCP that go away while something of theirs is under way: a subscription a
+/// notification goes out to, a registration in a bundle timed for later.
+@Suite("OSC peers over TCP that go away", .serialized)
 struct SubscriberResetTests {
     final class Box: @unchecked Sendable { var value: Int? }
 
@@ -55,5 +56,31 @@ struct SubscriberResetTests {
         // And the server answers the next peer.
         let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: control.port))
         #expect(try ask(client, OSCMessage("/subscribe"))?.path == "/reply")
+    }
+
+    @Test("an app registered by a time-tagged bundle from a TCP peer that went away before the bundle applied is not left owned by the gone connection: another peer may control it, as after any owner's going")
+    func registrationAfterThePeerWent() throws {
+        let rig = try Rig()
+        defer { rig.close() }
+        var configuration = ControlServer.Configuration()
+        configuration.port = try OSCPorts.free()
+        let router = try #require(rig.router)
+        let control = try ControlServer(configuration: configuration, router: router, relay: NotificationRelay())
+        control.start()
+        defer { control.stop() }
+
+        let fd = Sockets.tcp(from: "127.0.0.1", toPort: control.port, wait: true)
+        try #require(fd >= 0)
+        let register = OSCMessage("/app/register", [.string("late"), .string("playback"), .string("mixWithOthers"), .string("default"), .int32(2)])
+        let packet = OSCCodec.encodeBundle([register], timetag: OSCTimetag(unixTime: Date().timeIntervalSince1970 + 0.4))
+        let n = UInt32(packet.count)
+        #expect(Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet))
+        // Gone before the bundle's time: the server sees the close first.
+        close(fd)
+        try waitFor("the close to reach the server") { Self.onServerThread(control) { control.server.connections.count } == 0 }
+        try waitFor("the bundle to apply", timeout: 5) { router.policyState.apps.contains { $0.name == "late" } }
+        #expect(Self.onServerThread(control) { control.owners["late"] == nil ? 0 : 1 } == 0, "no owner on a gone connection")
+        let client = try OSCClient(OSCURL(transport: .udp, host: "127.0.0.1", port: control.port))
+        #expect(try ask(client, OSCMessage("/app/late/volume", [.float(0.5)]))?.path == "/reply")
     }
 }
