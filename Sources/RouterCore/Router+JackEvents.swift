@@ -343,8 +343,10 @@ extension Router {
         lookAgain(after: settle, epoch: epoch)
     }
 
-    /// One route settles from now (`updateRoutePresence`).
+    /// One route settles from now (`updateRoutePresence`); its ports are connected now, as they
+    /// would be on JACK's word of them.
     private func letRouteSettle(_ index: Int) {
+        if let client = link.client { patchbay.connectRoutes([inventory.routes[index]], on: client) }
         let settle = routeSettleTime
         inventory.routes[index].settlesAt = DispatchTime.now().uptimeNanoseconds + UInt64(settle * 1e9)
         lookAgain(after: settle, epoch: link.currentEpoch)
