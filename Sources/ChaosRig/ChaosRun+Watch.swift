@@ -10,6 +10,7 @@ extension ChaosRun {
     /// a violation.
     func watchSound() {
         let events = stage.takeEvents()
+        let read = ChaosClock.now
         if stage.lostEvents > 0 {
             violate("the sinks lost \(stage.lostEvents) events to a full ring: what they saw cannot be judged")
             return
@@ -24,7 +25,7 @@ extension ChaosRun {
         let xruns = zip(xrunMarks, xrunMarks.dropFirst()).compactMap { a, b in
             b.count > a.count ? (a.at &- 300_000_000)...(b.at &+ 300_000_000) : nil
         }
-        let violation = judge.judge(events, now: ChaosClock.now, period: UInt32(stage.period), pipewire: stage.implementation == "pipewire",
+        let violation = judge.judge(events, now: read, period: UInt32(stage.period), pipewire: stage.implementation == "pipewire",
                                     routerGaps: seen?.recentGaps ?? [], faults: faults, xruns: xruns)
         report.excused = judge.tally
         if let violation { violate(violation) }

@@ -99,6 +99,13 @@ public final class ChaosRun: @unchecked Sendable {
         while elapsed < options.seconds && report.violation == nil {
             // Near the end only faults that settle quickly, so the run ends on time.
             let endingSoon = options.seconds - elapsed < 12
+            // What the sinks saw before this step is judged before its faults begin (a fault's
+            // window would otherwise excuse a step held back from the last read).
+            if judge.holding {
+                Thread.sleep(forTimeInterval: 0.3)
+                watchSound()
+                guard report.violation == nil else { break }
+            }
             let step = ChaosFault.drawStep(model, readOnlyPossible: readOnly?.possible ?? false, endingSoon: endingSoon, &random)
             let begin = ChaosClock.now
             recoveryFrom = nil

@@ -38,7 +38,8 @@ public struct SinkEventJudge: Sendable {
     public private(set) var tally = Tally()
     private var explanations: [Explanation] = []
     private var held: [(route: String, event: ToneSink.Event)] = []
-    /// Events this recent are held to the next read; explanations are kept this long.
+    /// Events this recent are held to the next read; explanations are kept this long before the
+    /// oldest event still to be judged.
     static let holdNanoseconds: UInt64 = 250_000_000
     static let keepNanoseconds: UInt64 = 5_000_000_000
 
@@ -55,16 +56,23 @@ public struct SinkEventJudge: Sendable {
                                routerGaps: [(first: UInt32, frames: UInt32)], faults: [ClosedRange<UInt64>],
                                xruns: [ClosedRange<UInt64>]) -> String? {
         for (route, event) in events { learn(route, event, period: period, pipewire: pipewire) }
+        // The router's gaps are known from when `/state` first lists them.
         for gap in routerGaps where !explanations.contains(where: { $0.route == nil && $0.frame == gap.first && $0.frames == gap.frames }) {
             explanations.append(Explanation(route: nil, frame: gap.first, frames: gap.frames, seamOnly: false, seenAt: now))
         }
-        explanations.removeAll { now &- $0.seenAt > Self.keepNanoseconds && $0.seenAt < now }
         let all = held + events
-        held = all.filter { $0.event.monotonicNanoseconds &+ Self.holdNanoseconds > now && $0.event.monotonicNanoseconds <= now }
-        for (route, event) in all where !(event.monotonicNanoseconds &+ Self.holdNanoseconds > now && event.monotonicNanoseconds <= now) {
-            if let violation = verdict(route, event, period: period, pipewire: pipewire, faults: faults, xruns: xruns) { return violation }
+        let waits = { (event: ToneSink.Event) in event.monotonicNanoseconds &+ Self.holdNanoseconds > now }
+        held = all.filter { waits($0.event) }
+        var violation: String?
+        for (route, event) in all where !waits(event) {
+            violation = verdict(route, event, period: period, pipewire: pipewire, faults: faults, xruns: xruns)
+            if violation != nil { break }
         }
-        return nil
+        // Old explanations go only after the events they may explain were judged: an event held
+        // at one read is judged at the next, which may come long after (a step's settling).
+        let oldest = held.map(\.event.monotonicNanoseconds).min() ?? now
+        explanations.removeAll { oldest > $0.seenAt && oldest &- $0.seenAt > Self.keepNanoseconds }
+        return violation
     }
 
     /// Keeps what an event explains.
