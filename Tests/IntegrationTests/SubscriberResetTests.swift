@@ -18,21 +18,32 @@ struct SubscriberResetTests {
         return done.wait(timeout: .now() + 5) == .success ? box.value : nil
     }
 
-    @Test("a TCP subscriber whose connection was reset when a notification goes out to it is dropped, and the server goes on (the failed send closed the connection, whose close took the subscriber out of the list being walked: an abort)")
-    func resetAsANotificationGoesOut() throws {
-        let rig = try Rig()
-        defer { rig.close() }
+    /// An OSC control server on the rig's router, on a port of its own, started.
+    static func control(on rig: Rig) throws -> ControlServer {
         var configuration = ControlServer.Configuration()
         configuration.port = try OSCPorts.free()
         let control = try ControlServer(configuration: configuration, router: try #require(rig.router), relay: NotificationRelay())
         control.start()
+        return control
+    }
+
+    /// Sends `packet` over TCP as OSC 1.0 frames it: a 4-byte big-endian length first.
+    static func sendFramed(_ fd: Int32, _ packet: [UInt8]) -> Bool {
+        let n = UInt32(packet.count)
+        return Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet)
+    }
+
+    @Test("a TCP subscriber whose connection was reset when a notification goes out to it is dropped, and the server goes on (the failed send closed the connection, whose close took the subscriber out of the list being walked: an abort)")
+    func resetAsANotificationGoesOut() throws {
+        let rig = try Rig()
+        defer { rig.close() }
+        let control = try Self.control(on: rig)
         defer { control.stop() }
 
         let fd = Sockets.tcp(from: "127.0.0.1", toPort: control.port, wait: true)
         try #require(fd >= 0)
         let packet = OSCCodec.encode(OSCMessage("/subscribe"))
-        let n = UInt32(packet.count)
-        #expect(Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet))
+        #expect(Self.sendFramed(fd, packet))
         // Its reply says it is subscribed.
         let reply = Sockets.read(fd, until: { String(decoding: $0, as: UTF8.self).contains("/subscribe") })
         #expect(String(decoding: reply, as: UTF8.self).contains("/reply"))
@@ -62,19 +73,15 @@ struct SubscriberResetTests {
     func registrationAfterThePeerWent() throws {
         let rig = try Rig()
         defer { rig.close() }
-        var configuration = ControlServer.Configuration()
-        configuration.port = try OSCPorts.free()
-        let router = try #require(rig.router)
-        let control = try ControlServer(configuration: configuration, router: router, relay: NotificationRelay())
-        control.start()
+        let control = try Self.control(on: rig)
         defer { control.stop() }
+        let router = try #require(rig.router)
 
         let fd = Sockets.tcp(from: "127.0.0.1", toPort: control.port, wait: true)
         try #require(fd >= 0)
         let register = OSCMessage("/app/register", [.string("late"), .string("playback"), .string("mixWithOthers"), .string("default"), .int32(2)])
         let packet = OSCCodec.encodeBundle([register], timetag: OSCTimetag(unixTime: Date().timeIntervalSince1970 + 0.4))
-        let n = UInt32(packet.count)
-        #expect(Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet))
+        #expect(Self.sendFramed(fd, packet))
         // Gone before the bundle's time: the server sees the close first.
         close(fd)
         try waitFor("the close to reach the server") { Self.onServerThread(control) { control.server.connections.count } == 0 }
