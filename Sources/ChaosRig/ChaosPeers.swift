@@ -86,9 +86,7 @@ public final class ChaosPeers: @unchecked Sendable {
         for _ in 0..<(1 + random.next(4)) {
             guard let fd = Self.connect(oscPort) else { continue }
             for message in [OSCMessage("/subscribe"), OSCMessage("/meters", [.float(20)])] {
-                let packet = OSCCodec.encode(message)
-                let n = UInt32(packet.count)
-                Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet)
+                Sockets.write(fd, OSCCodec.lengthPrefixed(OSCCodec.encode(message)))
             }
             stuck.append(fd)
             opened += 1

@@ -64,8 +64,7 @@ final class Connection {
             out.append(Connection.slipEnd)
             return out
         case .lengthPrefixed, .unknown:
-            let n = UInt32(packet.count)
-            return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet
+            return OSCCodec.lengthPrefixed(packet)
         }
     }
 

@@ -73,11 +73,7 @@ public final class OSCClient {
 
     /// Sends raw bytes as one packet (a datagram, or a length-prefixed frame over TCP).
     public func send(packet: [UInt8]) throws(OSCServerError) {
-        var bytes = packet
-        if url.transport == .tcp {
-            let n = UInt32(packet.count)
-            bytes = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet
-        }
+        let bytes = url.transport == .tcp ? OSCCodec.lengthPrefixed(packet) : packet
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { raw in

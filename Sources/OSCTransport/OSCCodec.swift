@@ -141,6 +141,12 @@ public enum OSCCodec {
         return bytes
     }
 
+    /// A packet framed for OSC 1.0 over TCP: its length as four big-endian bytes, then the packet.
+    public static func lengthPrefixed(_ packet: [UInt8]) -> [UInt8] {
+        let n = UInt32(packet.count)
+        return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet
+    }
+
     /// Encodes a bundle of messages with a time tag.
     public static func encodeBundle(_ messages: [OSCMessage], timetag: OSCTimetag = .immediately) -> [UInt8] {
         guard let bundle = lo_bundle_new(lo_timetag(sec: timetag.seconds, frac: timetag.fraction)) else { return [] }

@@ -62,10 +62,10 @@ struct OSCLimitsTests {
         var held: [Int32] = []
         defer { for fd in held { close(fd) } }
         // Surfaces that have sent a complete packet each (held as established, quiet connections).
-        let ping = TCPPeers.frame(OSCCodec.encode(OSCMessage("/route/select")))
+        let ping = OSCCodec.lengthPrefixed(OSCCodec.encode(OSCMessage("/route/select")))
         for _ in 0..<64 { held.append(try HTTPClient.connection(port: rig.port, Data(ping), source: "127.0.0.1", timeout: 2)) }
 
-        let other = try HTTPClient.connection(port: rig.port, Data(TCPPeers.frame(OSCCodec.encode(OSCMessage("/state")))),
+        let other = try HTTPClient.connection(port: rig.port, Data(OSCCodec.lengthPrefixed(OSCCodec.encode(OSCMessage("/state")))),
                                               source: "127.0.0.3", timeout: 3)
         defer { close(other) }
         let answer = TCPPeers.readMessages(other, until: { $0.path == "/reply" || $0.path == "/error" }, timeout: 3)
@@ -95,7 +95,7 @@ struct OSCLimitsTests {
         var held: [Int32] = []
         defer { for fd in held { close(fd) } }
         // 32 quiet surfaces (each has sent a complete packet, so no deadline) from each of two addresses.
-        let ping = TCPPeers.frame(OSCCodec.encode(OSCMessage("/route/select")))
+        let ping = OSCCodec.lengthPrefixed(OSCCodec.encode(OSCMessage("/route/select")))
         for source in ["127.0.0.1", "127.0.0.3"] {
             for _ in 0..<32 { held.append(try HTTPClient.connection(port: rig.port, Data(ping), source: source, timeout: 2)) }
         }
@@ -106,7 +106,7 @@ struct OSCLimitsTests {
         defer { close(turnedAway) }
         #expect(TCPPeers.readUntilClosed([turnedAway], timeout: 2).first?.closed == true, "every slot is taken")
 
-        let admin = try HTTPClient.connection(port: rig.port, Data(TCPPeers.frame(OSCCodec.encode(OSCMessage("/state")))),
+        let admin = try HTTPClient.connection(port: rig.port, Data(OSCCodec.lengthPrefixed(OSCCodec.encode(OSCMessage("/state")))),
                                               source: "127.0.0.4", timeout: 3)
         defer { close(admin) }
         let answer = TCPPeers.readMessages(admin, until: { $0.path == "/reply" || $0.path == "/error" }, timeout: 3)
@@ -155,7 +155,7 @@ struct OSCLimitsTests {
         var restored = false
         defer { if !restored { try? ProcessLimits.setOpenFiles(pid, soft: limit.soft) } }
 
-        let waiting = try HTTPClient.connection(port: rig.port, Data(TCPPeers.frame(OSCCodec.encode(OSCMessage("/state")))),
+        let waiting = try HTTPClient.connection(port: rig.port, Data(OSCCodec.lengthPrefixed(OSCCodec.encode(OSCMessage("/state")))),
                                                 source: "127.0.0.1", timeout: 4)
         defer { close(waiting) }
         Thread.sleep(forTimeInterval: 0.2)
@@ -221,11 +221,6 @@ enum TCPPeers {
         var bytes: [UInt8] = []
         /// The router closed it (end of stream or reset) within the time given.
         var closed = false
-    }
-
-    static func frame(_ packet: [UInt8]) -> [UInt8] {
-        let n = UInt32(packet.count)
-        return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet
     }
 
     /// Reads every socket until the router closes it or `timeout` passes: what each received.

@@ -27,12 +27,6 @@ struct SubscriberResetTests {
         return control
     }
 
-    /// Sends `packet` over TCP as OSC 1.0 frames it: a 4-byte big-endian length first.
-    static func sendFramed(_ fd: Int32, _ packet: [UInt8]) -> Bool {
-        let n = UInt32(packet.count)
-        return Sockets.write(fd, [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + packet)
-    }
-
     @Test("a TCP subscriber whose connection was reset when a notification goes out to it is dropped, and the server goes on (the failed send closed the connection, whose close took the subscriber out of the list being walked: an abort)")
     func resetAsANotificationGoesOut() throws {
         let rig = try Rig()
@@ -43,7 +37,7 @@ struct SubscriberResetTests {
         let fd = Sockets.tcp(from: "127.0.0.1", toPort: control.port, wait: true)
         try #require(fd >= 0)
         let packet = OSCCodec.encode(OSCMessage("/subscribe"))
-        #expect(Self.sendFramed(fd, packet))
+        #expect(Sockets.write(fd, OSCCodec.lengthPrefixed(packet)))
         // Its reply says it is subscribed.
         let reply = Sockets.read(fd, until: { String(decoding: $0, as: UTF8.self).contains("/subscribe") })
         #expect(String(decoding: reply, as: UTF8.self).contains("/reply"))
@@ -81,7 +75,7 @@ struct SubscriberResetTests {
         try #require(fd >= 0)
         let register = OSCMessage("/app/register", [.string("late"), .string("playback"), .string("mixWithOthers"), .string("default"), .int32(2)])
         let packet = OSCCodec.encodeBundle([register], timetag: OSCTimetag(unixTime: Date().timeIntervalSince1970 + 0.4))
-        #expect(Self.sendFramed(fd, packet))
+        #expect(Sockets.write(fd, OSCCodec.lengthPrefixed(packet)))
         // Gone before the bundle's time: the server sees the close first.
         close(fd)
         try waitFor("the close to reach the server") { Self.onServerThread(control) { control.server.connections.count } == 0 }
