@@ -73,7 +73,9 @@ public final class JackClient {
         serverName = resolvedServer
         requests = ServerRequests(deadline: answerSeconds, patience: patientSeconds)
         var status = jack_status_t(rawValue: 0)
-        guard let opened = CJackShims_client_open(name, server ?? nil, &status) else {
+        // $JACK_DEFAULT_SERVER is named to the library, not left to it: PipeWire's libjack does
+        // not read it (JACK2's does, to the same effect).
+        guard let opened = CJackShims_client_open(name, server ?? ProcessInfoServerName.named, &status) else {
             let flags = JackStatus(status)
             if flags.contains(.serverFailed) || flags.contains(.serverError) {
                 throw .serverUnavailable(server: resolvedServer, status: flags)
@@ -388,8 +390,12 @@ public struct JackPort: Hashable, @unchecked Sendable {
 
 /// The server name JACK will use when none is given.
 enum ProcessInfoServerName {
-    static var current: String {
-        if let value = getenv("JACK_DEFAULT_SERVER"), value.pointee != 0 { return String(cString: value) }
-        return "default"
+    static var current: String { named ?? "default" }
+
+    /// `$JACK_DEFAULT_SERVER` when it names a server other than `default`, else nil.
+    static var named: String? {
+        guard let value = getenv("JACK_DEFAULT_SERVER"), value.pointee != 0 else { return nil }
+        let name = String(cString: value)
+        return name == "default" ? nil : name
     }
 }
