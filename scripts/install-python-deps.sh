@@ -2,7 +2,8 @@
 # Installs the Python packages the tests use when python3 cannot import them: python-osc (a
 # second OSC implementation the integration tests drive the router with), jsonschema (checks
 # the session files against Sessions/schema.json), websocket-client (the OSCQuery client
-# written from the proposal), selenium (drives Debian's chromium through chromium-driver for
+# written from the proposal), python-oscquery (an OSCQuery client library from elsewhere, which
+# must parse the namespace), selenium (drives Debian's chromium through chromium-driver for
 # the control page's tests), axe-selenium-python (carries axe-core 3.1, which checks the page
 # against WCAG 2.1 A and AA) and, without its dependencies, axe-playwright-python (only for the
 # axe-core 4 it carries: the page is checked by both). Quiet when they are already there.
@@ -11,6 +12,7 @@ missing=()
 python3 -c 'import pythonosc' 2>/dev/null || missing+=(python-osc)
 python3 -c 'import jsonschema' 2>/dev/null || missing+=(jsonschema)
 python3 -c 'import websocket' 2>/dev/null || missing+=(websocket-client)
+python3 -c 'import pythonoscquery' 2>/dev/null || missing+=(python-oscquery)
 python3 -c 'import selenium' 2>/dev/null || missing+=(selenium)
 python3 -c 'import axe_selenium_python' 2>/dev/null || missing+=(axe-selenium-python)
 without_dependencies=()

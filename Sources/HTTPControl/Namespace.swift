@@ -109,7 +109,9 @@ public struct Namespace {
             return OSCQueryNode(fullPath: path, description: row.description, type: row.typeTags, access: row.access,
                                 value: values.isEmpty ? nil : values, range: ranges, unit: units)
         }
-        // One of its parameter per channel: as many as it shows (none yet: none).
+        // One of its parameter per channel: as many as it shows. None yet: no value, and so no
+        // TYPE (an empty TYPE with a VALUE or RANGE is what libossia cannot take).
+        guard !values.isEmpty else { return OSCQueryNode(fullPath: path, description: row.description) }
         return OSCQueryNode(fullPath: path, description: row.description, type: String(repeating: row.typeTags, count: values.count),
                             access: .readOnly, value: values, range: values.map { _ in range(row.parameters[0]) },
                             unit: values.map { _ in row.parameters[0].unit })

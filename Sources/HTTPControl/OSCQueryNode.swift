@@ -2,7 +2,8 @@ import ControlVocabulary
 import Foundation
 
 /// One node of the OSCQuery namespace (Vidvox OSCQueryProposal): a container (CONTENTS) or a
-/// method (TYPE, ACCESS, VALUE, RANGE, UNIT), or both, as JSON attributes.
+/// method (TYPE, ACCESS, VALUE, RANGE, UNIT), or both, as JSON attributes, in a form the common
+/// client libraries parse (python-oscquery, Chataigne's, libossia's: docs/HTTP.md, "Clients").
 ///
 /// A plain value: built per request from one reading of the control plane, then encoded.
 public struct OSCQueryNode: Sendable, Equatable {
@@ -113,11 +114,15 @@ public struct OSCQueryNode: Sendable, Equatable {
     }
 
     /// The answer to `?<attribute>`: `{"<attribute>": …}`; `{}` for the VALUE of a readable node
-    /// that has none now (OSCQueryProposal); nil when the node has no such attribute (HTTP 204).
+    /// that has none now (OSCQueryProposal); nil when the node has no such attribute (HTTP 204),
+    /// as a write-only node's VALUE (whose placeholder is only in the tree).
     public func attributeAnswer(_ attribute: Attribute) -> [String: Any]? {
-        if let value = jsonValue(of: attribute) { return [attribute.rawValue: value] }
-        if attribute == .value, access == .readOnly || access == .readWrite { return [:] }
-        return nil
+        if attribute == .value {
+            guard access == .readOnly || access == .readWrite else { return nil }
+            guard let value else { return [:] }
+            return [attribute.rawValue: value.map(Self.json)]
+        }
+        return jsonValue(of: attribute).map { [attribute.rawValue: $0] }
     }
 
     /// One attribute as a JSON value, or nil when the node does not have it.
@@ -127,9 +132,17 @@ public struct OSCQueryNode: Sendable, Equatable {
         case .description: return description
         case .contents: return contents.map { $0.mapValues { $0.jsonObject() } }
         case .type: return type
-        // A method with no value and no arguments says ACCESS 0; a container says nothing.
-        case .access: return contents != nil && type == nil ? nil : access.rawValue
-        case .value: return value.map { $0.map(Self.json) }
+        // A container, and a method with no arguments, say ACCESS 0 (the proposal's own examples
+        // do; a client library such as python-oscquery refuses a node with no VALUE that says
+        // anything else, or nothing).
+        case .access: return access.rawValue
+        // A method that takes or answers arguments has a VALUE: its value, or, where it has none
+        // now or cannot be read (write-only), a JSON null per type tag, the proposal's
+        // placeholder (clients that read it, python-oscquery's among them, need one).
+        case .value:
+            if let value { return value.map(Self.json) }
+            guard let type, !type.isEmpty, access != .none else { return nil }
+            return Array(repeating: NSNull(), count: type.count)
         // An entry a value does not have is JSON null (OSCQueryProposal: a placeholder).
         case .range:
             return range.map { entries in

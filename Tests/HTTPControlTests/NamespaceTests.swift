@@ -99,7 +99,7 @@ struct NamespaceTests {
         #expect(Namespace.values([.string("a"), .float(2), .int32(3)], matching: "sf") == [.string("a"), .float(2)])
     }
 
-    @Test("JSON attributes: containers have CONTENTS and no ACCESS, floats keep their short decimal form, RANGE and UNIT as the proposal writes them")
+    @Test("JSON attributes: containers have CONTENTS and ACCESS 0, floats keep their short decimal form, RANGE and UNIT as the proposal writes them")
     func json() throws {
         let root = build()
         let volume = try #require(root.node(at: "/app/music/volume")).jsonObject()
@@ -108,7 +108,7 @@ struct NamespaceTests {
         #expect(text.contains("\"VALUE\":[0.8]"), "\(text)")
         #expect((volume["RANGE"] as? [[String: Any]])?.first as? NSDictionary == ["MIN": 0, "MAX": 1])
         let music = try #require(root.node(at: "/app/music")).jsonObject()
-        #expect(music["ACCESS"] == nil && music["TYPE"] == nil && (music["CONTENTS"] as? [String: Any])?.count == 13)
+        #expect(music["ACCESS"] as? Int == 0 && music["TYPE"] == nil && music["VALUE"] == nil && (music["CONTENTS"] as? [String: Any])?.count == 13)
         let category = try #require(root.node(at: "/app/music/category")).jsonObject()
         let ranges = try #require(category["RANGE"] as? [Any])
         #expect(ranges.count == 3 && ((ranges[0] as? [String: Any])?["VALS"] as? [String]) == Category.allCases.map(\.rawValue))
@@ -120,6 +120,7 @@ struct NamespaceTests {
         let activate = try #require(root.node(at: "/app/music/activate")).jsonObject()
         #expect(activate["ACCESS"] as? Int == 0 && activate["VALUE"] == nil)
         #expect(try #require(root.node(at: "/app")).jsonValue(of: .value) == nil)
+        #expect(try #require(root.node(at: "/")).jsonObject()["ACCESS"] as? Int == 0, "the root too")
         // The whole tree encodes.
         #expect(try JSONSerialization.data(withJSONObject: root.jsonObject()).count > 1000)
     }
@@ -135,6 +136,22 @@ struct NamespaceTests {
         #expect(root.node(at: "/app")?.attributeAnswer(.value) == nil)
         #expect(root.node(at: "/app/music/activate")?.attributeAnswer(.type) == nil)
         #expect(root.node(at: "/app/register")?.attributeAnswer(.value) == nil, "write-only: no content")
+    }
+
+    @Test("placeholders where a method has no value to show: a JSON null per type tag for a write-only method and a readable one with no value now; a meter with no channels yet is a plain node (no empty TYPE)")
+    func placeholders() throws {
+        let root = build()
+        let register = try #require(root.node(at: "/app/register")).jsonObject()
+        let registerTags = try #require(register["TYPE"] as? String)
+        #expect(register["ACCESS"] as? Int == 2)
+        #expect((register["VALUE"] as? [Any])?.count == registerTags.count && (register["VALUE"] as? [Any])?.allSatisfy { $0 is NSNull } == true)
+        let nav = try #require(root.node(at: "/app/nav/volume")).jsonObject()
+        #expect(nav["ACCESS"] as? Int == 3 && (nav["VALUE"] as? [Any]).map { $0.count == 1 && $0[0] is NSNull } == true)
+        // nav has shown no peaks: its meter has no channels to show.
+        let meter = try #require(root.node(at: "/app/nav/meter")).jsonObject()
+        #expect(meter["TYPE"] == nil && meter["VALUE"] == nil && meter["RANGE"] == nil && meter["UNIT"] == nil && meter["ACCESS"] as? Int == 0)
+        let musicMeter = try #require(root.node(at: "/app/music/meter")).jsonObject()
+        #expect(musicMeter["TYPE"] as? String == "ff" && musicMeter["ACCESS"] as? Int == 1)
     }
 
     @Test("an app named register and a route named select keep their nodes beside /app/register and /route/select")

@@ -187,9 +187,11 @@ function showRights([, level]) {
   rights.hidden = false;
 }
 
-/** The values the page listens to; meters come as bundles of their own (one subscription for all). */
+/** The values the page listens to: those the namespace has now (a null is the placeholder of a
+ * value there is not); meters come as bundles of their own (one subscription for all). */
 function readablePaths(node, out = []) {
-  if (node.VALUE !== undefined && (node.ACCESS & 1) && !node.FULL_PATH.endsWith("/meter")) out.push(node.FULL_PATH);
+  const has = Array.isArray(node.VALUE) && node.VALUE.length > 0 && !node.VALUE.includes(null);
+  if (has && (node.ACCESS & 1) && !node.FULL_PATH.endsWith("/meter")) out.push(node.FULL_PATH);
   for (const child of Object.values(node.CONTENTS || {})) readablePaths(child, out);
   return out;
 }
