@@ -1,6 +1,8 @@
 /// The HTTP server's connections as `/state` shows them (its `http` object; docs/HTTP.md,
 /// "Limits"): counted by the HTTP server, read when `/state` is asked.
 public struct HTTPConnectionState: Encodable, Equatable, Sendable {
+    /// The port it listens on.
+    public var port: Int
     /// Admitted connections open now, WebSockets included.
     public var open: Int
     /// Of those, the WebSockets.
@@ -16,8 +18,9 @@ public struct HTTPConnectionState: Encodable, Equatable, Sendable {
     public var perAddressLimit: Int
     public var adminReserve: Int
 
-    public init(open: Int, webSockets: Int, refused: Int, turnedAway: Int, closedAtDeadline: Int, limit: Int, perAddressLimit: Int,
-                adminReserve: Int) {
+    public init(port: Int = 0, open: Int, webSockets: Int, refused: Int, turnedAway: Int, closedAtDeadline: Int, limit: Int,
+                perAddressLimit: Int, adminReserve: Int) {
+        self.port = port
         self.open = open
         self.webSockets = webSockets
         self.refused = refused

@@ -97,7 +97,11 @@ public final class HTTPControlServer: Sendable {
     public func attach(_ control: any ControlService) {
         self.control.set(control)
         control.observeChanges { [hub] in hub.poke() }
-        control.showInState { [book] in book.counts }
+        control.showInState { [book, port = configuration.port] in
+            var counts = book.counts
+            counts.port = port
+            return counts
+        }
     }
 
     /// Starts listening and returns once the port is bound; throws when it cannot be.

@@ -7,11 +7,11 @@ import Glibc
 /// the router's listeners (duckhostile's hosts 127.0.0.1, .2 and .3; the chaos run's peers).
 /// Every socket is closed by its owner; nothing here leaves loopback.
 public enum Sockets {
-    /// A UDP socket bound to `source` (any port), or -1.
-    public static func udp(from source: String) -> Int32 {
+    /// A UDP socket bound to `source` (at `port`, any with 0), or -1.
+    public static func udp(from source: String, port: UInt16 = 0) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return -1 }
-        guard bind(fd, to: source, port: 0) else {
+        guard bind(fd, to: source, port: port) else {
             close(fd)
             return -1
         }

@@ -55,7 +55,7 @@ extension ControlServer {
     /// `/state`'s `osc` object: the TCP listener's limits and use, and every refusal counted.
     func limitsState() -> StateDocument.OSCLimits {
         let tcp = server.tcpStatus
-        return StateDocument.OSCLimits(tcpConnections: tcp.connections, tcpLimit: tcp.limit, tcpLimitPerAddress: tcp.limitPerAddress,
+        return StateDocument.OSCLimits(port: Int(port), tcpConnections: tcp.connections, tcpLimit: tcp.limit, tcpLimitPerAddress: tcp.limitPerAddress,
                                        tcpAdminReserve: tcp.adminReserve,
                                        refusedConnections: tcp.refused, turnedAway: tcp.turnedAway,
                                        closedAtDeadline: tcp.closedAtDeadline, acceptPauses: tcp.acceptPauses,

@@ -4,6 +4,8 @@ import OSCTransport
 extension StateDocument {
     /// The OSC listeners' limits, and what they turned down since start.
     struct OSCLimits: Encodable {
+        /// The port it listens on, UDP and TCP.
+        var port: Int
         /// TCP peers connected now; the most admitted in all (fewer than `osc.tcpConnections`
         /// when the descriptor limit leaves less beyond its reserve) and from one address; the
         /// slots beyond `tcpLimit` kept for `osc.admin` addresses.

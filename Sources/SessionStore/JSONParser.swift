@@ -1,9 +1,18 @@
 import Foundation
 
 /// A JSON parser (RFC 8259) that remembers the line each value starts on, by its field path
-/// (`apps[2].category`), so that a problem in a session file can name its line. Foundation's
-/// decoders do not say where a value was.
+/// (`apps[2].category`), so that a problem in a session file can name its line, and the bytes
+/// each value takes, so that one value can be changed with the rest of the text left as written.
+/// Foundation's decoders do not say where a value was.
 struct JSONParser {
+    /// A document and where its values are, by field path ("" is the document itself).
+    struct Parsed {
+        var value: JSONValue
+        var lines: [String: Int]
+        /// The bytes of each value, from its first to just after its last.
+        var spans: [String: Range<Int>]
+    }
+
     struct SyntaxError: Error, Equatable {
         var line: Int
         var column: Int
@@ -18,13 +27,14 @@ struct JSONParser {
     private var line = 1
     private var lineStart = 0
     private var lines: [String: Int] = [:]
+    private var spans: [String: Range<Int>] = [:]
 
     private init(_ data: Data) {
         bytes = [UInt8](data)
     }
 
-    /// The document and the line of every value by its field path ("" is the document itself).
-    static func parse(_ data: Data) throws(SyntaxError) -> (value: JSONValue, lines: [String: Int]) {
+    /// The document, and the line and bytes of every value by its field path.
+    static func parse(_ data: Data) throws(SyntaxError) -> Parsed {
         var parser = JSONParser(data)
         // A UTF-8 byte order mark is tolerated, as editors on some systems write one.
         if parser.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.position = 3 }
@@ -32,7 +42,7 @@ struct JSONParser {
         let value = try parser.value(path: "", depth: 0)
         parser.skipWhitespace()
         guard parser.position == parser.bytes.count else { throw parser.error("unexpected text after the end of the document") }
-        return (value, parser.lines)
+        return Parsed(value: value, lines: parser.lines, spans: parser.spans)
     }
 
     private func error(_ message: String) -> SyntaxError {
@@ -63,6 +73,13 @@ struct JSONParser {
     private mutating func value(path: String, depth: Int) throws(SyntaxError) -> JSONValue {
         guard depth <= Self.maximumDepth else { throw error("nested deeper than \(Self.maximumDepth) levels") }
         lines[path] = line
+        let start = position
+        let value = try bareValue(path: path, depth: depth)
+        spans[path] = start..<position
+        return value
+    }
+
+    private mutating func bareValue(path: String, depth: Int) throws(SyntaxError) -> JSONValue {
         switch current {
         case UInt8(ascii: "{"): return try object(path: path, depth: depth)
         case UInt8(ascii: "["): return try array(path: path, depth: depth)

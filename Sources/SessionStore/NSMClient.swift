@@ -1,15 +1,22 @@
 import Foundation
 import OSCTransport
+import Synchronization
 
-/// A client of the New Session Manager (NSM, https://new-session-manager.jackaudio.org/api/):
-/// announce, open, save, dirty and clean, over the UDP address in `NSM_URL`.
+/// A client of the New Session Manager (NSM, https://new-session-manager.jackaudio.org/api/, API
+/// 1.1): announce, open, save, dirty and clean, and status messages, over the UDP address in
+/// `NSM_URL`.
 ///
 /// The manager decides where the session lives (`open`'s path) and the JACK client name (its
 /// client id); it asks for saves and stops the program with SIGTERM. Under NSM, duckrouter does not
 /// save by itself: changes make it dirty, and `save` writes them.
 public final class NSMClient: @unchecked Sendable {
     // @unchecked: `socket` is used for receiving by the listening thread only; sends are single
-    // sendto calls on the same UDP socket, which the kernel serialises.
+    // sendto calls on the same UDP socket, which the kernel serialises; `dirty` is atomic.
+
+    /// The version of the NSM API this client follows, as it announces it.
+    public static let apiVersion: (major: Int32, minor: Int32) = (1, 1)
+    /// What it can do: tell when it has unsaved changes, and send status messages.
+    public static let capabilities = ":dirty:message:"
 
     /// What `/nsm/client/open` said.
     public struct Open: Equatable, Sendable {
@@ -18,6 +25,9 @@ public final class NSMClient: @unchecked Sendable {
         public var displayName: String
         /// The JACK client name to use.
         public var clientID: String
+        /// The manager's name and capabilities, from its answer to the announce.
+        public var manager: String
+        public var managerCapabilities: String
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -25,14 +35,17 @@ public final class NSMClient: @unchecked Sendable {
         public init(description: String) { self.description = description }
     }
 
-    /// NSM's error codes used here.
-    public enum ErrorCode: Int32 {
+    /// NSM's error codes used here (the API has none of its own for a failed save: -1).
+    public enum ErrorCode: Int32, Sendable {
         case general = -1, notNow = -8, badProject = -9, createFailed = -10
     }
 
     public let url: OSCURL
     private let socket: OSCClient
     private var listener: Thread?
+    /// Changes since the last save; is_dirty is sent when it becomes true, is_clean when a save
+    /// makes it false again.
+    private let dirty = Atomic<Bool>(false)
 
     public init(url text: String) throws(Failure) {
         guard let url = OSCURL(text), url.transport == .udp else {
@@ -47,23 +60,28 @@ public final class NSMClient: @unchecked Sendable {
     }
 
     /// Announces the program and waits for the manager's answer and its `open`.
-    public func announce(application: String, capabilities: String, executable: String,
-                         timeout: Double = 10) throws(Failure) -> Open {
+    public func announce(application: String, executable: String, timeout: Double = 10) throws(Failure) -> Open {
         do {
             try socket.send(OSCMessage("/nsm/server/announce", [
-                .string(application), .string(capabilities), .string(executable), .int32(1), .int32(2), .int32(getpid()),
+                .string(application), .string(Self.capabilities), .string(executable),
+                .int32(Self.apiVersion.major), .int32(Self.apiVersion.minor), .int32(getpid()),
             ]))
             let answer = try socket.receive(timeout: timeout) { message in
                 (message.path == "/reply" || message.path == "/error") && message.arguments.first == .string("/nsm/server/announce")
             }
             guard let answer else { throw Failure(description: "the session manager at \(url) did not answer the announce") }
             guard answer.path == "/reply" else { throw Failure(description: "the session manager refused the announce: \(answer)") }
+            // /reply "/nsm/server/announce" s:message s:name_of_session_manager s:capabilities
+            let strings = answer.arguments.compactMap { argument -> String? in
+                if case let .string(text) = argument { return text } else { return nil }
+            }
             let open = try socket.receive(timeout: timeout) { $0.path == "/nsm/client/open" }
             guard let open, open.arguments.count >= 3, case let .string(path) = open.arguments[0],
                   case let .string(display) = open.arguments[1], case let .string(id) = open.arguments[2] else {
                 throw Failure(description: "the session manager sent no valid /nsm/client/open")
             }
-            return Open(path: path, displayName: display, clientID: id)
+            return Open(path: path, displayName: display, clientID: id,
+                        manager: strings.count > 2 ? strings[2] : "", managerCapabilities: strings.count > 3 ? strings[3] : "")
         } catch let failure as Failure {
             throw failure
         } catch {
@@ -80,13 +98,29 @@ public final class NSMClient: @unchecked Sendable {
         try? socket.send(OSCMessage("/error", [.string(path), .int32(code.rawValue), .string(message)]))
     }
 
-    /// `/nsm/client/is_dirty` or `/nsm/client/is_clean`.
-    public func setDirty(_ dirty: Bool) {
-        try? socket.send(OSCMessage(dirty ? "/nsm/client/is_dirty" : "/nsm/client/is_clean"))
+    /// A status message for the manager to show (`/nsm/client/message`): `priority` 0 (chatter)
+    /// to 3 (most important).
+    public func message(priority: Int32, _ text: String) {
+        try? socket.send(OSCMessage("/nsm/client/message", [.int32(min(max(priority, 0), 3)), .string(text)]))
+    }
+
+    /// A short label shown beside the client in the manager's list (`/nsm/client/label`: nsmd
+    /// and its GUIs show it; a manager that does not know it ignores it).
+    public func label(_ text: String) {
+        try? socket.send(OSCMessage("/nsm/client/label", [.string(text)]))
+    }
+
+    /// Something changed since the last save: `/nsm/client/is_dirty`, once until a save.
+    public func changed() {
+        if !dirty.exchange(true, ordering: .acquiringAndReleasing) {
+            try? socket.send(OSCMessage("/nsm/client/is_dirty"))
+        }
     }
 
     /// Listens for the manager's requests on a thread of its own: `save` is called for each
-    /// `/nsm/client/save` and answered with its result; a second `open` is refused (no switching).
+    /// `/nsm/client/save` and answered with its result, then `/nsm/client/is_clean` is sent when
+    /// the save made a dirty client clean (not when nothing had changed, nor when a change came
+    /// while it saved); a second `open` is refused (no switching).
     public func listen(save: @escaping @Sendable () -> Result<String, Failure>) {
         let thread = Thread { [self] in
             while true {
@@ -94,9 +128,15 @@ public final class NSMClient: @unchecked Sendable {
                 for message in OSCClient.messages(in: packet) {
                     switch message.path {
                     case "/nsm/client/save":
+                        // Clean from the moment the state is taken: a change after it makes it dirty again.
+                        let wasDirty = dirty.exchange(false, ordering: .acquiringAndReleasing)
                         switch save() {
-                        case let .success(text): reply(to: message.path, text)
-                        case let .failure(failure): error(to: message.path, .general, failure.description)
+                        case let .success(text):
+                            reply(to: message.path, text)
+                            if wasDirty, !dirty.load(ordering: .acquiring) { try? socket.send(OSCMessage("/nsm/client/is_clean")) }
+                        case let .failure(failure):
+                            if wasDirty { dirty.store(true, ordering: .releasing) }
+                            error(to: message.path, .general, failure.description)
                         }
                     case "/nsm/client/open":
                         error(to: message.path, .notNow, "duckrouter cannot switch sessions while it runs (no :switch: capability)")

@@ -44,7 +44,8 @@ public enum SessionLoader {
         let document: JSONValue
         let lines: [String: Int]
         do {
-            (document, lines) = try JSONParser.parse(data)
+            let parsed = try JSONParser.parse(data)
+            (document, lines) = (parsed.value, parsed.lines)
         } catch {
             throw SessionError(file: file, problems: [.init(field: "", message: "not valid JSON: \(error.message) (column \(error.column))",
                                                              line: error.line)])

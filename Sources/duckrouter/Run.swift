@@ -31,7 +31,9 @@ struct Run: ParsableCommand {
             and applies its edits while it runs. Run-time changes are kept in a state file beside \
             the session (x.json: x.state.json) and restored at the next start. \
             Environment: JACK_DEFAULT_SERVER, the JACK server to join; NSM_URL, run under the New \
-            Session Manager; DUCKROUTER_UI, the control page's folder; NOTIFY_SOCKET, set by \
+            Session Manager; DUCKROUTER_TEMPLATE, the template of a new NSM client (a session \
+            file, or a name looked up as ~/.config/duckrouter/templates/NAME.json, then in the \
+            installed sessions); DUCKROUTER_UI, the control page's folder; NOTIFY_SOCKET, set by \
             systemd, which is told when the router is ready, reloading and stopping. \
             Exit codes: 0 after a clean stop; 1 when no JACK server runs at start (unless \
             --wait-for-server) or the OSC port, or an HTTP port that was asked for, cannot be \
@@ -40,8 +42,8 @@ struct Run: ParsableCommand {
             (PREFIX/share/doc/duckrouter after make install; docs/ in the source).
             """)
 
-    @Argument(help: "The session file to run.")
-    var session: String = "Sessions/default.json"
+    @Argument(help: "The session file to run (default: Sessions/default.json); under NSM, a new client's template.")
+    var session: String?
 
     @Option(name: .long, help: "The JACK server to join (default: $JACK_DEFAULT_SERVER, else 'default'). Never starts one.")
     var server: String?
@@ -107,33 +109,22 @@ struct Run: ParsableCommand {
 
         // Under the New Session Manager (NSM_URL set), the manager says where the session lives
         // and what the JACK client is called; saving waits for its `save` (docs/SESSIONS.md).
-        var sessionPath = session
-        var stateFilePath = statePath ?? StateFile.path(besideSession: session)
+        var sessionPath = session ?? "Sessions/default.json"
+        var stateFilePath = statePath ?? StateFile.path(besideSession: sessionPath)
         var jackClientName = clientName
-        var nsm: NSMClient?
-        if let url = ProcessInfo.processInfo.environment["NSM_URL"], !url.isEmpty {
-            do {
-                let manager = try NSMClient(url: url)
-                let open = try manager.announce(application: "duckrouter", capabilities: ":dirty:",
-                                                executable: CommandLine.arguments.first ?? "duckrouter")
-                sessionPath = open.path + ".json"
-                stateFilePath = open.path + ".state.json"
-                jackClientName = open.clientID
-                // A new NSM client: start from the session named on the command line.
-                do {
-                    // A template asked for must be there; the command line's session may not be.
-                    try SessionTemplate.createIfMissing(sessionPath, from: template ?? session,
-                                                        fallback: template == nil ? Data("{}\n".utf8) : nil)
-                } catch {
-                    manager.error(to: "/nsm/client/open", .createFailed, error.description)
-                    printError("duckrouter: NSM: \(error)")
-                    throw ExitCode(1)
-                }
-                logger.info("under session management", metadata: ["path": "\(open.path)", "client": "\(open.clientID)"])
-                nsm = manager
-            } catch let failure as NSMClient.Failure {
-                logger.warning("NSM: \(failure); running without session management")
-            }
+        let managed = try joinSessionManager(logger: logger)
+        let nsm = managed?.manager
+        if let managed {
+            sessionPath = managed.project.sessionPath
+            stateFilePath = managed.project.statePath
+            jackClientName = managed.open.clientID
+        }
+        /// A start that fails once the manager has sent `open`: said on standard error and, under
+        /// NSM, in the answer to `open` (the API wants one; the manager shows it to the user).
+        func failure(_ exit: Int32, _ code: NSMClient.ErrorCode, _ text: String) -> ExitCode {
+            for line in text.split(separator: "\n") { printError("duckrouter: \(line)") }
+            nsm?.error(to: "/nsm/client/open", code, text)
+            return ExitCode(exit)
         }
 
         if nsm == nil, let template {
@@ -152,9 +143,7 @@ struct Run: ParsableCommand {
             loaded = try SessionLoader.load(path: sessionPath)
             for line in SessionError.warnings(of: loaded, file: sessionPath) { logger.warning("\(line)") }
         } catch {
-            for line in error.description.split(separator: "\n") { printError("duckrouter: \(line)") }
-            nsm?.error(to: "/nsm/client/open", .badProject, error.description)
-            throw ExitCode(2)
+            throw failure(2, .badProject, error.description)
         }
 
         // Run-time changes from earlier runs (docs/SESSIONS.md, "Run-time changes are kept").
@@ -172,7 +161,6 @@ struct Run: ParsableCommand {
             logger.error("\(error); starting from the session alone\(aside.map { " (the unreadable file is kept as \($0))" } ?? "")")
         }
         let saves = DispatchQueue(label: "duckrouter.save", qos: .utility)
-        let dirty = Atomic<Bool>(false)
 
         var configuration = Router.Configuration(session: restored, server: server)
         configuration.meterLoudness = restored.loudness.meter
@@ -180,7 +168,7 @@ struct Run: ParsableCommand {
         if let nsm {
             // The manager decides when to save: a change only makes the session dirty.
             configuration.onSave = { _, done in
-                if !dirty.exchange(true, ordering: .acquiringAndReleasing) { nsm.setDirty(true) }
+                nsm.changed()
                 done(nil)
             }
         } else {
@@ -204,9 +192,7 @@ struct Run: ParsableCommand {
         do {
             oscConfiguration = try ControlServer.Configuration(session: loaded.osc, port: oscPort, bind: oscBind)
         } catch {
-            printError("duckrouter: \(sessionPath): \(error)")
-            nsm?.error(to: "/nsm/client/open", .badProject, "\(sessionPath): \(error)")
-            throw ExitCode(2)
+            throw failure(2, .badProject, "\(sessionPath): \(error)")
         }
 
         // OSCQuery over HTTP, on the OSC bind address and allow list (docs/HTTP.md). Bound before
@@ -225,9 +211,7 @@ struct Run: ParsableCommand {
             } catch where !httpPortAsked {
                 logger.warning("HTTP off: the default port \(httpPort) cannot be opened (\(error)); give each instance its own http.port")
             } catch {
-                printError("duckrouter: \(error)")
-                nsm?.error(to: "/nsm/client/open", .general, "\(error)")
-                throw ExitCode(1)
+                throw failure(1, .general, "\(error)")
             }
         }
 
@@ -289,19 +273,20 @@ struct Run: ParsableCommand {
                     // login that starts the unit) must not wait for a JACK server that may come
                     // much later. The status says what it waits for.
                     notifier.ready(status: "waiting for the JACK server '\(server)' to start")
+                    nsm?.message(priority: 2, "waiting for the JACK server '\(server)' to start")
                     waited = true
                 }
                 if stopRequested.wait(timeout: .now() + pause) == .success {
                     logger.info("stopped while waiting for the JACK server")
+                    nsm?.error(to: "/nsm/client/open", .general, "stopped while waiting for the JACK server '\(server)'")
                     notifier.stopping()
                     http?.stop()
                     Foundation.exit(0)
                 }
                 pause = min(pause * 2, 5)
             } catch {
-                printError("duckrouter: \(error)")
                 http?.stop()
-                throw ExitCode(1)
+                throw failure(1, .general, "\(error)")
             }
         }
         let router = started!
@@ -314,10 +299,9 @@ struct Run: ParsableCommand {
             control = try ControlServer(configuration: oscConfiguration, router: router, relay: relay,
                                         logger: Logger(label: "duckrouter.osc"))
         } catch {
-            printError("duckrouter: \(error)")
             http?.stop()
             router.stop()
-            throw ExitCode(1)
+            throw failure(1, .general, "\(error)")
         }
         control.start()
         let raised = descriptors.after > descriptors.before ? " (raised from \(descriptors.before))" : ""
@@ -384,18 +368,18 @@ struct Run: ParsableCommand {
         }
 
         if let nsm {
-            nsm.reply(to: "/nsm/client/open", "opened \(sessionPath)")
+            // Where surfaces find this instance: in the answer, the manager's list and its messages.
+            let ports = "OSC port \(control.port)" + (http.map { ", HTTP port \($0.configuration.port)" } ?? ", HTTP off")
+            nsm.reply(to: "/nsm/client/open", "opened \(sessionPath): \(ports)")
+            nsm.label("OSC \(control.port)" + (http.map { " · HTTP \($0.configuration.port)" } ?? ""))
+            for note in managed?.project.notes ?? [] { nsm.message(priority: 1, note) }
+            nsm.message(priority: 1, "running as JACK client '\(router.jackClientName())': \(ports)")
             nsm.listen {
-                // Clean from the moment the state is taken: a change after it makes it dirty again.
-                dirty.store(false, ordering: .releasing)
-                let state = router.currentSavedState()
                 do throws(StateFile.LoadError) {
-                    try stateFile.save(state)
+                    try stateFile.save(router.currentSavedState())
                 } catch {
-                    dirty.store(true, ordering: .releasing)
                     return .failure(NSMClient.Failure(description: error.description))
                 }
-                if !dirty.load(ordering: .acquiring) { nsm.setDirty(false) }
                 return .success("saved \(stateFile.path)")
             }
         }

@@ -34,7 +34,7 @@ struct SessionTemplateTests {
         #expect(try String(contentsOfFile: target, encoding: .utf8) == "{\"client\": \"mine\"}\n")
     }
 
-    @Test("an unreadable template: an error naming both files, nothing made; with a fallback, the fallback")
+    @Test("an unreadable template: an error naming both files, nothing made")
     func unreadableTemplate() throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         let target = folder.appendingPathComponent("session.json").path
@@ -45,8 +45,6 @@ struct SessionTemplateTests {
             "\(error)".hasPrefix("cannot create \(target): the template \(missing) cannot be read")
         }
         #expect(!FileManager.default.fileExists(atPath: target))
-        #expect(try SessionTemplate.createIfMissing(target, from: missing, fallback: Data("{}\n".utf8)))
-        #expect(try String(contentsOfFile: target, encoding: .utf8) == "{}\n")
     }
 
     @Test("AtomicFile with replacing: false never replaces a file already there (what a file made between the check and the write meets); replacing: true does")
