@@ -122,13 +122,14 @@ actor ListenHub {
         guard let client = clients[id] else { return nil }
         guard let latest else { return "the router is starting or stopping; try again" }
         guard latest.paths.contains(path) else { return "no such path: \(path)" }
+        // Meters are not pushed on change: the session has the OSC server send them at 20 Hz,
+        // one with no channels yet too (its readings come once it has some).
+        if Namespace.isMeter(path) { return nil }
         // A readable path with no value now (/system/volume while no route is available) may be
         // listened to: its value is sent once there is one.
         guard latest.values[path] != nil || Self.readableWithoutValue.contains(path) else {
             return "\(path) has no value to listen to"
         }
-        // Meters are not pushed on change: the session has the OSC server send them at 20 Hz.
-        if Namespace.isMeter(path) { return nil }
         // Listening again (a page that rebuilt itself) sends the value again, whatever was sent.
         client.listening[path] = .some(nil)
         push(latest, to: client, paths: [path])

@@ -1,6 +1,5 @@
 import Foundation
 import OSCTransport
-import Synchronization
 
 /// A client of the New Session Manager (NSM, https://new-session-manager.jackaudio.org/api/, API
 /// 1.1): announce, open, save, dirty and clean, and status messages, over the UDP address in
@@ -11,7 +10,8 @@ import Synchronization
 /// save by itself: changes make it dirty, and `save` writes them.
 public final class NSMClient: @unchecked Sendable {
     // @unchecked: `socket` is used for receiving by the listening thread only; sends are single
-    // sendto calls on the same UDP socket, which the kernel serialises; `dirty` is atomic.
+    // sendto calls on the same UDP socket, which the kernel serialises; `dirty` is guarded by
+    // `dirtyLock`.
 
     /// The version of the NSM API this client follows, as it announces it.
     public static let apiVersion: (major: Int32, minor: Int32) = (1, 1)
@@ -43,9 +43,11 @@ public final class NSMClient: @unchecked Sendable {
     public let url: OSCURL
     private let socket: OSCClient
     private var listener: Thread?
-    /// Changes since the last save; is_dirty is sent when it becomes true, is_clean when a save
-    /// makes it false again.
-    private let dirty = Atomic<Bool>(false)
+    /// Changes since the last save. is_dirty is sent when it becomes true, is_clean when a save
+    /// makes it false again, each under the lock with the change of the flag, so the manager hears
+    /// them in the order the flag changed (a change made as a save ends is never shown clean).
+    private let dirtyLock = NSLock()
+    private var dirty = false
 
     public init(url text: String) throws(Failure) {
         guard let url = OSCURL(text), url.transport == .udp else {
@@ -112,7 +114,9 @@ public final class NSMClient: @unchecked Sendable {
 
     /// Something changed since the last save: `/nsm/client/is_dirty`, once until a save.
     public func changed() {
-        if !dirty.exchange(true, ordering: .acquiringAndReleasing) {
+        dirtyLock.withLock {
+            guard !dirty else { return }
+            dirty = true
             try? socket.send(OSCMessage("/nsm/client/is_dirty"))
         }
     }
@@ -129,13 +133,24 @@ public final class NSMClient: @unchecked Sendable {
                     switch message.path {
                     case "/nsm/client/save":
                         // Clean from the moment the state is taken: a change after it makes it dirty again.
-                        let wasDirty = dirty.exchange(false, ordering: .acquiringAndReleasing)
+                        let wasDirty = dirtyLock.withLock {
+                            defer { dirty = false }
+                            return dirty
+                        }
                         switch save() {
                         case let .success(text):
                             reply(to: message.path, text)
-                            if wasDirty, !dirty.load(ordering: .acquiring) { try? socket.send(OSCMessage("/nsm/client/is_clean")) }
+                            dirtyLock.withLock {
+                                if wasDirty && !dirty { try? socket.send(OSCMessage("/nsm/client/is_clean")) }
+                            }
                         case let .failure(failure):
-                            if wasDirty { dirty.store(true, ordering: .releasing) }
+                            // Not saved: dirty. The manager was told unless nothing had been
+                            // (a change whose own save this one took over: said now).
+                            dirtyLock.withLock {
+                                guard !dirty else { return }
+                                dirty = true
+                                if !wasDirty { try? socket.send(OSCMessage("/nsm/client/is_dirty")) }
+                            }
                             error(to: message.path, .general, failure.description)
                         }
                     case "/nsm/client/open":

@@ -10,11 +10,15 @@ public enum SessionPorts {
         public var http: UInt16?
         /// `osc.bind`, where both listen.
         public var bind: String?
+        /// A port field that is there but not a port (a string, a fraction, out of range), or a
+        /// section that is not an object: a mistake for the loader to report, not a port to fill in.
+        public var malformed = false
 
-        public init(osc: UInt16? = nil, http: UInt16? = nil, bind: String? = nil) {
+        public init(osc: UInt16? = nil, http: UInt16? = nil, bind: String? = nil, malformed: Bool = false) {
             self.osc = osc
             self.http = http
             self.bind = bind
+            self.malformed = malformed
         }
     }
 
@@ -23,17 +27,29 @@ public enum SessionPorts {
     }
 
     /// The ports and bind address a session file's text names; nil when the text is not a JSON
-    /// object (the loader says what is wrong with it). A value of the wrong kind counts as none.
+    /// object (the loader says what is wrong with it).
     public static func named(in data: Data) -> Named? {
         guard let parsed = try? JSONParser.parse(data), case let .object(root) = parsed.value else { return nil }
+        var named = Named()
         func port(_ section: String) -> UInt16? {
-            guard case let .object(fields)? = root[section], case let .number(number)? = fields["port"],
-                  number == number.rounded(), (0...65535).contains(number) else { return nil }
-            return UInt16(number)
+            switch root[section] {
+            case nil: return nil
+            case let .object(fields)?:
+                guard let value = fields["port"] else { return nil }
+                guard case let .number(number) = value, number == number.rounded(), (0...65535).contains(number) else {
+                    named.malformed = true
+                    return nil
+                }
+                return UInt16(number)
+            case .some:
+                named.malformed = true
+                return nil
+            }
         }
-        var bind: String?
-        if case let .object(fields)? = root["osc"], case let .string(text)? = fields["bind"] { bind = text }
-        return Named(osc: port("osc"), http: port("http"), bind: bind)
+        named.osc = port("osc")
+        named.http = port("http")
+        if case let .object(fields)? = root["osc"], case let .string(text)? = fields["bind"] { named.bind = text }
+        return named
     }
 
     /// `data` with `osc.port` set to `osc` and `http.port` to `http` (nil: left as it is): a

@@ -20,7 +20,8 @@ import Synchronization
 /// --wait-for-server) or the OSC port or an HTTP port that was asked for cannot be opened (the
 /// default HTTP port taken turns HTTP off; a server that goes away later is waited for), 2 when
 /// the session file (or the --create-from template) is unreadable or invalid, 64 for bad
-/// command-line arguments.
+/// command-line arguments. Under NSM also 2 for a new client's template found nowhere, and 1 for
+/// no free port; a start that fails once the manager's open came answers it with /error first.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the router on a session file (the default command).",
@@ -31,14 +32,16 @@ struct Run: ParsableCommand {
             and applies its edits while it runs. Run-time changes are kept in a state file beside \
             the session (x.json: x.state.json) and restored at the next start. \
             Environment: JACK_DEFAULT_SERVER, the JACK server to join; NSM_URL, run under the New \
-            Session Manager; DUCKROUTER_TEMPLATE, the template of a new NSM client (a session \
-            file, or a name looked up as ~/.config/duckrouter/templates/NAME.json, then in the \
-            installed sessions); DUCKROUTER_UI, the control page's folder; NOTIFY_SOCKET, set by \
+            Session Manager; DUCKROUTER_TEMPLATE, the template of a new NSM client (a path, or \
+            a name looked up as $XDG_CONFIG_HOME/duckrouter/templates/NAME.json, by default \
+            ~/.config/duckrouter/templates/NAME.json, then in the installed sessions; without it, \
+            NAME is default); DUCKROUTER_UI, the control page's folder; NOTIFY_SOCKET, set by \
             systemd, which is told when the router is ready, reloading and stopping. \
             Exit codes: 0 after a clean stop; 1 when no JACK server runs at start (unless \
             --wait-for-server) or the OSC port, or an HTTP port that was asked for, cannot be \
-            opened; 2 when the session file (or the --create-from template) is invalid or \
-            unreadable; 64 for bad arguments. The documentation is in /usr/share/doc/duckrouter \
+            opened; 2 when the session file (or the --create-from template, or under NSM a new \
+            client's template) is invalid, unreadable or nowhere; 64 for bad arguments. Under \
+            NSM a start that fails once the manager's open came answers it with /error first. The documentation is in /usr/share/doc/duckrouter \
             (PREFIX/share/doc/duckrouter after make install; docs/ in the source).
             """)
 

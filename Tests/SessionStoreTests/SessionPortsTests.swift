@@ -37,7 +37,9 @@ struct SessionPortsTests {
         #expect(throws: SessionPorts.Failure.self) { try SessionPorts.setting(osc: 1, http: nil, in: Data("{ \"osc\": 5 }".utf8)) }
         #expect(throws: SessionPorts.Failure.self) { try SessionPorts.setting(osc: 1, http: nil, in: Data("{ \"osc\": ".utf8)) }
         #expect(SessionPorts.named(in: Data("not json".utf8)) == nil)
-        #expect(SessionPorts.named(in: Data("{ \"osc\": { \"port\": \"9951\" }, \"http\": { \"port\": 70000 } }".utf8)) == .init())
+        #expect(SessionPorts.named(in: Data("{ \"osc\": { \"port\": \"9951\" }, \"http\": { \"port\": 70000 } }".utf8)) == .init(malformed: true))
+        #expect(SessionPorts.named(in: Data("{ \"http\": 9952 }".utf8)) == .init(malformed: true))
+        #expect(SessionPorts.named(in: Data("{ \"osc\": { \"bind\": \"0.0.0.0\" } }".utf8)) == .init(bind: "0.0.0.0"))
     }
 
     /// A folder with `files` (name: contents) in it.

@@ -72,6 +72,7 @@ class Client:
         self.open_pending = False
         self.saves_pending = 0
         self.dirty = False
+        self.exited = False  # a client it launched that has exited
 
     @property
     def client_id(self):
@@ -90,9 +91,13 @@ def unique_suffix():
             return suffix
 
 
+# Loaded here, not in the child: a dlopen between fork and exec in a threaded process may hang.
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+
 def die_with_parent():
     # PR_SET_PDEATHSIG: the client goes when this server goes (as the test's children do).
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    libc.prctl(1, signal.SIGKILL)
 
 
 def launch(client):
@@ -110,7 +115,6 @@ def launch(client):
     process = subprocess.Popen([path], env=environment, stdin=subprocess.DEVNULL, stdout=log,
                                stderr=log, preexec_fn=die_with_parent)
     client.process = process
-    client.address = None
     emit({"launched": client.client_id, "pid": process.pid})
     threading.Thread(target=watch, args=(client, process), daemon=True).start()
 
@@ -118,8 +122,10 @@ def launch(client):
 def watch(client, process):
     status = process.wait()
     with lock:
+        # Its address is kept until it announces again: what it sent just before it exited may
+        # not have been read yet.
         if client.process is process:
-            client.process, client.address, client.open_pending = None, None, False
+            client.process, client.open_pending, client.exited = None, False, True
     emit({"exited": client.client_id, "status": status})
 
 
@@ -149,12 +155,12 @@ def commands():
                 expected.append(words[1])
             elif command == "save":
                 for client in clients:
-                    if client.address and not client.open_pending:
+                    if client.address and not client.exited and not client.open_pending:
                         client.saves_pending += 1
                         send(client.address, "/nsm/client/save")
             elif command == "open":
                 for client in clients:
-                    if client.address:
+                    if client.address and not client.exited:
                         client.open_pending = True
                         send(client.address, "/nsm/client/open", os.path.join(folder, client.client_id), client.name, client.client_id)
             elif command == "stop":
@@ -214,7 +220,7 @@ def receive(message, address):
                 client = Client(name, unique_suffix())
                 clients.append(client)
             client.address, client.name, client.capabilities = address, name, capabilities
-            client.open_pending, client.saves_pending, client.dirty = True, 0, False
+            client.open_pending, client.saves_pending, client.dirty, client.exited = True, 0, False, False
             send(address, "/reply", path, "welcome (the duckrouter tests' NSM server)", "test NSM", ":server-control:broadcast:optional-gui:")
             send(address, "/nsm/client/open", os.path.join(folder, client.client_id), name, client.client_id)
             return
@@ -225,9 +231,9 @@ def receive(message, address):
             if not client.open_pending:
                 violation(client, "answered an open that was not asked")
             client.open_pending = False
-            if all(not c.open_pending for c in clients if c.address):
+            if all(not c.open_pending for c in clients if c.address and not c.exited):
                 for c in clients:
-                    if c.address:
+                    if c.address and not c.exited:
                         send(c.address, "/nsm/client/session_is_loaded")
         elif path in ("/reply", "/error") and args and args[0] == "/nsm/client/save":
             if client.saves_pending == 0:

@@ -1,6 +1,5 @@
 import Foundation
 import OSCTransport
-import SessionStore
 
 /// An NSM client's project file made ready before anything starts (docs/SESSIONS.md, "Under the
 /// New Session Manager"): `<path>.json` is made from a template when the client is new, and given
@@ -10,26 +9,29 @@ import SessionStore
 /// Every duckrouter of one NSM session keeps its project file in the session's folder, so the
 /// folder is locked while ports are chosen and the other project files there are read: two
 /// instances started together never choose the same port.
-struct NSMProject {
-    struct Failure: Error, CustomStringConvertible {
-        var code: NSMClient.ErrorCode
-        var description: String
+public struct NSMProject: Sendable {
+    public struct Failure: Error, CustomStringConvertible {
+        public var code: NSMClient.ErrorCode
+        public var description: String
     }
 
-    var sessionPath: String
-    var statePath: String
+    public var sessionPath: String
+    public var statePath: String
     /// What was done, for the log and the session manager ("made from …", "ports chosen …").
-    var notes: [String]
+    public var notes: [String]
 
     /// Where the search starts for a session that names no port: the router's defaults.
-    static let defaultOSCPort = UInt16(clamping: Session.OSCSettings().port)
-    static let defaultHTTPPort = UInt16(clamping: Session.HTTPSettings().port)
+    public static let defaultOSCPort = UInt16(clamping: Session.OSCSettings().port)
+    public static let defaultHTTPPort = UInt16(clamping: Session.HTTPSettings().port)
 
     /// Makes `<path>.json` ready: from `search`'s template when there is none; with the ports
     /// chosen that it does not name. `oscPort`, `httpPort` and `bind`: the command line's, which
-    /// win over the file's and are never written into it.
-    static func prepare(path: String, search: SessionTemplate.Search, oscPort: Int?, httpPort: Int?,
-                        bind: String?) throws(Failure) -> NSMProject {
+    /// win over the file's and are never written into it. The folder lock is waited for
+    /// `lockTimeout` seconds at most; `defaults`: where the search starts for a port the file
+    /// does not name.
+    public static func prepare(path: String, search: SessionTemplate.Search, oscPort: Int?, httpPort: Int?,
+                               bind: String?, lockTimeout: Double = 10,
+                               defaults: (osc: UInt16, http: UInt16) = (defaultOSCPort, defaultHTTPPort)) throws(Failure) -> NSMProject {
         let sessionPath = path + ".json"
         var project = NSMProject(sessionPath: sessionPath, statePath: path + ".state.json", notes: [])
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -38,23 +40,25 @@ struct NSMProject {
         } catch {
             throw Failure(code: .createFailed, description: "cannot create the session folder \(folder): \(error.localizedDescription)")
         }
-        let lock = FolderLock(folder)
+        let lock = try FolderLock(folder, timeout: lockTimeout)
         defer { lock.unlock() }
 
         let isNew = !FileManager.default.fileExists(atPath: sessionPath)
         let text: Data
         if isNew {
+            let template: String
             do throws(SessionTemplate.Failure) {
-                let (template, reason) = try search.find()
+                let reason: String
+                (template, reason) = try search.find()
                 text = try SessionTemplate.read(template, for: sessionPath)
                 project.notes.append("a new session made from \(template) (\(reason))")
             } catch {
                 throw Failure(code: .createFailed, description: error.description)
             }
             do {
-                _ = try SessionLoader.parse(text, file: sessionPath)
+                _ = try SessionLoader.parse(text, file: template)
             } catch {
-                throw Failure(code: .createFailed, description: "the template is not a valid session: \(error)")
+                throw Failure(code: .createFailed, description: "cannot create \(sessionPath): the template is not a valid session: \(error)")
             }
         } else {
             guard let existing = FileManager.default.contents(atPath: sessionPath) else {
@@ -62,17 +66,20 @@ struct NSMProject {
             }
             text = existing
         }
-        // A file that is not a session is for the loader to describe (its answer names the line).
-        guard let named = SessionPorts.named(in: text) else { return project }
+        // A file that is not a session, or names a port that is not one, is for the loader to
+        // describe (its answer names the line): nothing is chosen over it.
+        guard let named = SessionPorts.named(in: text), !named.malformed else { return project }
 
         let host = bind ?? named.bind ?? "127.0.0.1"
+        // Ports of the other instances, the command line's and the file's own: none chosen twice.
         var taken = siblingPorts(in: folder, except: sessionPath)
-        if let oscPort { taken.insert(UInt16(oscPort)) }
-        if let httpPort { taken.insert(UInt16(httpPort)) }
+        for port in [oscPort, httpPort, named.osc.map(Int.init), named.http.map(Int.init)] {
+            if let port, port > 0 { taken.insert(UInt16(port)) }
+        }
         var osc: UInt16?
         var http: UInt16?
         if oscPort == nil, isNew || named.osc == nil {
-            let start = named.osc ?? defaultOSCPort
+            let start = named.osc ?? defaults.osc
             guard let port = FreePorts.first(from: start, host: host, udp: true, avoiding: taken) else {
                 throw Failure(code: .general, description: "no port free for OSC (UDP and TCP) on \(host) from \(start) on")
             }
@@ -81,7 +88,7 @@ struct NSMProject {
         }
         // http.port 0: HTTP off, as the template has it.
         if httpPort == nil, named.http != 0, isNew || named.http == nil {
-            let start = named.http ?? defaultHTTPPort
+            let start = named.http ?? defaults.http
             guard let port = FreePorts.first(from: start, host: host, udp: false, avoiding: taken) else {
                 throw Failure(code: .general, description: "no port free for HTTP on \(host) from \(start) on")
             }
@@ -115,11 +122,11 @@ struct NSMProject {
     /// session (files of other programs that are not sessions name none).
     static func siblingPorts(in folder: String, except own: String) -> Set<UInt16> {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
+        let ownName = URL(fileURLWithPath: own).lastPathComponent
         var ports: Set<UInt16> = []
-        for name in names where name.hasSuffix(".json") && !name.hasSuffix(".state.json") {
+        for name in names where name.hasSuffix(".json") && !name.hasSuffix(".state.json") && name != ownName {
             let path = folder + "/" + name
-            guard path != own,
-                  let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size < 1 << 20,
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size < 1 << 20,
                   let data = FileManager.default.contents(atPath: path), let named = SessionPorts.named(in: data) else { continue }
             for port in [named.osc, named.http].compactMap({ $0 }) where port != 0 { ports.insert(port) }
         }
@@ -131,10 +138,20 @@ struct NSMProject {
 private struct FolderLock {
     let fd: Int32
 
-    init(_ folder: String) {
+    /// Waits `timeout` seconds at most for the lock (another instance holds it only while it
+    /// chooses its ports; one that holds it longer is stuck, and this start says so).
+    init(_ folder: String, timeout: Double) throws(NSMProject.Failure) {
         fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         // Without the lock (a folder that cannot be opened), ports are still checked free.
-        if fd >= 0 { _ = flock(fd, LOCK_EX) }
+        guard fd >= 0 else { return }
+        let deadline = Date().addingTimeInterval(timeout)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, Date() < deadline else {
+                close(fd)
+                throw NSMProject.Failure(code: .general, description: "the session folder \(folder) stayed locked by another duckrouter for \(Int(timeout)) s")
+            }
+            usleep(20_000)
+        }
     }
 
     func unlock() {
