@@ -388,6 +388,13 @@ public struct JackPort: Hashable, @unchecked Sendable {
     public var handle: PortHandle { PortHandle(UnsafeMutableRawPointer(pointer)) }
 }
 
+extension JackClient {
+    /// The server `$JACK_DEFAULT_SERVER` names, unless it is unset, empty or `default`: what a
+    /// client opened with no server name joins. For programs run as children with a JACK server
+    /// option (PipeWire's libjack does not read the variable).
+    public static var serverFromEnvironment: String? { ProcessInfoServerName.named }
+}
+
 /// The server name JACK will use when none is given.
 enum ProcessInfoServerName {
     static var current: String { named ?? "default" }

@@ -17,15 +17,15 @@ public final class RemoteRoutes: Sendable {
     public static let senderName = "zita-j2n"
 
     /// zita-j2n's command line for `bridge` with `channels` channels, joining JACK server
-    /// `server` (nil: libjack's default, `$JACK_DEFAULT_SERVER`).
+    /// `server` (nil: libjack's default server).
     public static func senderArguments(_ bridge: Session.Remote.Bridge, channels: Int, server: String?) -> [String] {
         var arguments = ["--jname", bridge.client, "--chan", "\(channels)", "--\(bridge.format.rawValue)"]
         if let server { arguments += ["--jserv", server] }
         return arguments + [bridge.host, "\(bridge.port)"]
     }
 
-    /// `server`: the JACK server the router joins (nil: libjack's default, which the senders
-    /// inherit through the environment).
+    /// `server`: the JACK server the router joins, named to the senders (nil: libjack's default
+    /// server; the caller names `$JACK_DEFAULT_SERVER`'s, which PipeWire's libjack does not read).
     public init(session: Session, server: String?, logger: Logger,
                 onFarEnd: @escaping @Sendable (_ route: String, _ answers: Bool) -> Void) {
         let bridged = session.bridgedRoutes

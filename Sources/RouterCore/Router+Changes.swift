@@ -205,8 +205,10 @@ extension Router {
         }
     }
 
-    /// A save is asked for: handed over 200 ms from now (with any asked for meanwhile).
+    /// A save is asked for: handed over 200 ms from now (with any asked for meanwhile); the
+    /// change is told at once (`Configuration.onChange`).
     func requestSave() {
+        onChange()
         guard keeper.request() else { return }
         queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in
             guard let self, !stopped else { return }

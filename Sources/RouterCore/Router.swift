@@ -64,6 +64,10 @@ public final class Router: @unchecked Sendable {
         /// stop, and once after it: `handOverUnsavedAfterStop`), so nothing is lost to a full or
         /// read-only disk that comes back.
         public var onSave: (@Sendable (SavedState, _ done: @escaping @Sendable (_ failure: String?) -> Void) -> Void)?
+        /// Called on the control queue at once for every change that asks for a save (before the
+        /// 200 ms `onSave` waits): a session manager is told the client is dirty then. It must
+        /// not block.
+        public var onChange: @Sendable () -> Void = {}
 
         public init(session: Session, server: String? = nil) {
             self.session = session
@@ -147,6 +151,7 @@ public final class Router: @unchecked Sendable {
     /// What happened lately, for a page opened later (`tell` records each notification).
     public let timeline = Timeline()
     let onJackConnection: @Sendable (Bool) -> Void
+    let onChange: @Sendable () -> Void
     let onServerLost: @Sendable (String) -> Void
 
     /// Opens the JACK client, registers and connects every port of the session, and starts mixing.
@@ -159,6 +164,7 @@ public final class Router: @unchecked Sendable {
         self.onServerLost = onServerLost
         onNotification = configuration.onNotification
         onJackConnection = configuration.onJackConnection
+        onChange = configuration.onChange
         keeper = StateKeeper(onSave: configuration.onSave)
         watchdog = CycleWatchdog(timeout: configuration.watchdogSeconds)
         defaultChannelCount = configuration.defaultChannelCount

@@ -71,9 +71,12 @@ public struct NSMProject: Sendable {
         guard let named = SessionPorts.named(in: text), !named.malformed else { return project }
 
         let host = bind ?? named.bind ?? "127.0.0.1"
-        // Ports of the other instances, the command line's and the file's own: none chosen twice.
+        // Ports of the other instances, the command line's and, for a file that was there, its
+        // own (an older file's osc.port is not to be chosen for HTTP): none chosen twice. A
+        // template's ports are where the search starts, free to be chosen.
         var taken = siblingPorts(in: folder, except: sessionPath)
-        for port in [oscPort, httpPort, named.osc.map(Int.init), named.http.map(Int.init)] {
+        let own = isNew ? [] : [named.osc.map(Int.init), named.http.map(Int.init)]
+        for port in [oscPort, httpPort] + own {
             if let port, port > 0 { taken.insert(UInt16(port)) }
         }
         var osc: UInt16?
@@ -136,7 +139,7 @@ public struct NSMProject: Sendable {
 
 /// An exclusive flock on a folder, held until `unlock` (or the process ends).
 private struct FolderLock {
-    let fd: Int32
+    private(set) var fd: Int32
 
     /// Waits `timeout` seconds at most for the lock (another instance holds it only while it
     /// chooses its ports; one that holds it longer is stuck, and this start says so).
@@ -144,9 +147,16 @@ private struct FolderLock {
         fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         // Without the lock (a folder that cannot be opened), ports are still checked free.
         guard fd >= 0 else { return }
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = ProcessInfo.processInfo.systemUptime + timeout
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR, Date() < deadline else {
+            let reason = errno
+            // A file system without flock (some network mounts): as without the lock.
+            guard reason == EWOULDBLOCK || reason == EINTR else {
+                close(fd)
+                fd = -1
+                return
+            }
+            guard ProcessInfo.processInfo.systemUptime < deadline else {
                 close(fd)
                 throw NSMProject.Failure(code: .general, description: "the session folder \(folder) stayed locked by another duckrouter for \(Int(timeout)) s")
             }

@@ -169,11 +169,10 @@ struct Run: ParsableCommand {
         configuration.meterLoudness = restored.loudness.meter
         configuration.fileDucking = loaded.ducking
         if let nsm {
-            // The manager decides when to save: a change only makes the session dirty.
-            configuration.onSave = { _, done in
-                nsm.changed()
-                done(nil)
-            }
+            // The manager decides when to save: a change only makes the session dirty, at once
+            // (the router's own saves wait 200 ms to coalesce).
+            configuration.onChange = { nsm.changed() }
+            configuration.onSave = { _, done in done(nil) }
         } else {
             // A save not written is kept by the router and handed over again (it logs it).
             configuration.onSave = { state, done in
@@ -312,7 +311,8 @@ struct Run: ParsableCommand {
         logger.info("descriptor limit \(descriptors.after)\(raised)\(ceiling)")
         // Senders and watches once nothing else can fail at start (a taken OSC port would start
         // and kill them).
-        let remoteRoutes = RemoteRoutes(session: restored, server: server, logger: Logger(label: "duckrouter.remote")) { route, answers in
+        let remoteRoutes = RemoteRoutes(session: restored, server: server ?? JackClient.serverFromEnvironment,
+                                        logger: Logger(label: "duckrouter.remote")) { route, answers in
             router.setFarEndAnswers(route: route, answers)
         }
         remotes.value = remoteRoutes

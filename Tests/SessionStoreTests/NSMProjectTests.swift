@@ -51,6 +51,24 @@ struct NSMProjectTests {
         #expect(again.notes.isEmpty)
     }
 
+    @Test("a template that names its ports: the first client gets those ports, the next the ones after them")
+    func templatePortsFirst() throws {
+        let base = try Self.ephemeral()
+        var http = try Self.ephemeral()
+        while http == base { http = try Self.ephemeral() }
+        let (folder, search) = try Self.folder(template: "{ \"osc\": { \"port\": \(base) }, \"http\": { \"port\": \(http) } }\n")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var named: [SessionPorts.Named] = []
+        for id in ["duckrouter.nONE", "duckrouter.nTWO"] {
+            let path = folder.appendingPathComponent(id).path
+            _ = try NSMProject.prepare(path: path, search: search, oscPort: nil, httpPort: nil, bind: nil)
+            named.append(try #require(SessionPorts.named(in: Data(contentsOf: URL(fileURLWithPath: path + ".json")))))
+        }
+        // Ports the kernel just found free: the template's come first, then others, none twice.
+        #expect(named[0].osc == base && named[0].http == http, "\(named)")
+        #expect(Set([named[0].osc, named[0].http, named[1].osc, named[1].http].compactMap { $0 }).count == 4, "\(named)")
+    }
+
     @Test("a file that names its OSC port and no HTTP port (an older client's) gets an HTTP port other than its own OSC one, and keeps that")
     func ownPortsAvoided() throws {
         let base = try Self.ephemeral()
@@ -99,7 +117,7 @@ struct NSMProjectTests {
         let (folder, search) = try Self.folder(template: "{}")
         defer { try? FileManager.default.removeItem(at: folder) }
         // Another open file description of the folder holds the lock (as another process would).
-        let holder = open(folder.path, O_RDONLY | O_DIRECTORY)
+        let holder = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         try #require(holder >= 0 && flock(holder, LOCK_EX) == 0)
         defer { close(holder) }
         #expect { try NSMProject.prepare(path: folder.appendingPathComponent("duckrouter.nLCK").path, search: search,
