@@ -101,18 +101,6 @@ extension ControlServer {
         return meterBundle!.encode(values)
     }
 
-    /// Removes the subscribers whose sends failed repeatedly from `targets` (peak, level or
-    /// loudness meters: `kind` names them in the log) and lets their sockets go. One write of
-    /// `targets`, so an observer on it (the level targets' turning RMS off) runs once.
-    func drop(_ failed: [Target], from targets: inout [Target], _ kind: String) {
-        guard !failed.isEmpty else { return }
-        for target in failed {
-            logger.warning("dropping a \(kind) subscriber after repeated failures", metadata: ["url": "\(target.url)"])
-            release(target)
-        }
-        targets.removeAll { target in failed.contains { $0 === target } }
-    }
-
     /// Starts sending `target` meters at `rate` Hz.
     func addMeterTarget(_ target: Target, rate: Double) {
         // The first subscriber (of peaks or levels): drop what the router gathered while nobody

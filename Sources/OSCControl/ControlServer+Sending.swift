@@ -29,6 +29,18 @@ extension ControlServer {
         if target.connection == nil { server.close(target.destination) }
     }
 
+    /// Removes the subscribers whose sends failed repeatedly from `targets` (notifications, or
+    /// peak, level or loudness meters: `kind` names them in the log) and lets their sockets go.
+    /// One write of `targets`, so an observer on it (the level targets' turning RMS off) runs once.
+    func drop(_ failed: [Target], from targets: inout [Target], _ kind: String? = nil) {
+        guard !failed.isEmpty else { return }
+        for target in failed {
+            logger.warning("dropping a \(kind.map { "\($0) " } ?? "")subscriber after repeated failures", metadata: ["url": "\(target.url)"])
+            release(target)
+        }
+        targets.removeAll { target in failed.contains { $0 === target } }
+    }
+
     /// Sends to a target, counting failures in a row; false once it has failed too often.
     func send(_ bytes: [UInt8], to target: Target, conflatable: Bool = false) -> Bool {
         if server.send(bytes, to: target.destination, conflatable: conflatable) {
@@ -64,11 +76,7 @@ extension ControlServer {
         for target in subscribers where reached.insert(target.url).inserted {
             if !send(bytes, to: target) { failed.append(target) }
         }
-        for target in failed {
-            logger.warning("dropping a subscriber after repeated failures", metadata: ["url": "\(target.url)"])
-            release(target)
-        }
-        if !failed.isEmpty { subscribers.removeAll { target in failed.contains { $0 === target } } }
+        drop(failed, from: &subscribers)
     }
 
     static func message(for notification: RouterNotification) -> OSCMessage {
