@@ -25,9 +25,8 @@ public final class NSMClient: @unchecked Sendable {
         public var displayName: String
         /// The JACK client name to use.
         public var clientID: String
-        /// The manager's name and capabilities, from its answer to the announce.
+        /// The manager's name, from its answer to the announce.
         public var manager: String
-        public var managerCapabilities: String
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -74,16 +73,14 @@ public final class NSMClient: @unchecked Sendable {
             guard let answer else { throw Failure(description: "the session manager at \(url) did not answer the announce") }
             guard answer.path == "/reply" else { throw Failure(description: "the session manager refused the announce: \(answer)") }
             // /reply "/nsm/server/announce" s:message s:name_of_session_manager s:capabilities
-            let strings = answer.arguments.compactMap { argument -> String? in
-                if case let .string(text) = argument { return text } else { return nil }
-            }
+            var manager = ""
+            if answer.arguments.count > 2, case let .string(name) = answer.arguments[2] { manager = name }
             let open = try socket.receive(timeout: timeout) { $0.path == "/nsm/client/open" }
             guard let open, open.arguments.count >= 3, case let .string(path) = open.arguments[0],
                   case let .string(display) = open.arguments[1], case let .string(id) = open.arguments[2] else {
                 throw Failure(description: "the session manager sent no valid /nsm/client/open")
             }
-            return Open(path: path, displayName: display, clientID: id,
-                        manager: strings.count > 2 ? strings[2] : "", managerCapabilities: strings.count > 3 ? strings[3] : "")
+            return Open(path: path, displayName: display, clientID: id, manager: manager)
         } catch let failure as Failure {
             throw failure
         } catch {

@@ -41,8 +41,9 @@ struct Run: ParsableCommand {
             --wait-for-server) or the OSC port, or an HTTP port that was asked for, cannot be \
             opened; 2 when the session file (or the --create-from template, or under NSM a new \
             client's template) is invalid, unreadable or nowhere; 64 for bad arguments. Under \
-            NSM a start that fails once the manager's open came answers it with /error first. The documentation is in /usr/share/doc/duckrouter \
-            (PREFIX/share/doc/duckrouter after make install; docs/ in the source).
+            NSM a start that fails once the manager's open came answers it with /error first. \
+            The documentation is in /usr/share/doc/duckrouter (PREFIX/share/doc/duckrouter after \
+            make install; docs/ in the source).
             """)
 
     @Argument(help: "The session file to run (default: Sessions/default.json); under NSM, a new client's template.")
