@@ -17,5 +17,7 @@ public struct ChaosCase: Sendable {
                   found: "devices back after a server restart taken out of the order they came, the last one losing (RoutePresenceTests)"),
         ChaosCase(seed: 2811, server: "jackd", seconds: 1500,
                   found: "a TCP subscriber reset as a notification went out aborted the router (SubscriberResetTests); played after the fix above"),
+        ChaosCase(seed: 888_447_386, server: "jackd", seconds: 45,
+                  found: "the harness's own: an OSC-registered app's tone connected after it was made active, judged a click of the router's (ChaosTests.toneJoiningMidWave)"),
     ]
 }

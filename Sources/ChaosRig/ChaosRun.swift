@@ -14,6 +14,9 @@ public final class ChaosRun: @unchecked Sendable {
         public var seed: UInt64
         public var period = 256
         public var router = ".build/release/duckrouter"
+        /// Stops after this many steps (a schedule played only as far as the defect it found;
+        /// its steps are drawn as in the whole run of `seconds`).
+        public var steps: Int?
         /// Where each line of progress goes.
         public var say: @Sendable (String) -> Void = { print($0) }
 
@@ -55,7 +58,8 @@ public final class ChaosRun: @unchecked Sendable {
     var readOnlyUntil = -Double.infinity
     let started = ChaosClock.now
     var report: ChaosReport
-    /// Windows of the monotonic clock in which a fault may stop or jump the sound.
+    /// Windows of the monotonic clock in which a fault may stop or jump the sound (or the
+    /// harness started an OSC-registered app's tone: `connectRegistered`).
     var breaks: [(from: UInt64, to: UInt64, fault: ChaosFault)] = []
     /// The router's xrun count as seen at each `/state` (a restart starts it again at 0).
     var xrunMarks: [(at: UInt64, count: Int)] = []
@@ -96,7 +100,7 @@ public final class ChaosRun: @unchecked Sendable {
         guard settle(after: [.oscChanges], since: ChaosClock.now) else { return finish() }
         report.baseline = daemon.resources()
 
-        while elapsed < options.seconds && report.violation == nil {
+        while elapsed < options.seconds && report.violation == nil && report.steps.count < options.steps ?? .max {
             // Near the end only faults that settle quickly, so the run ends on time.
             let endingSoon = options.seconds - elapsed < 12
             // What the sinks saw before this step is judged before its faults begin (a fault's
@@ -196,7 +200,12 @@ public final class ChaosRun: @unchecked Sendable {
     /// What differs from the best candidate (empty: one agrees in settings, state file and
     /// sound, and becomes the model).
     func agreement(since end: UInt64) -> [String] {
-        stage.connectRegistered(model.apps)
+        let connecting = ChaosClock.now
+        if stage.connectRegistered(model.apps) {
+            // The tone joins where its wave is: that step is the program's, as a restarted
+            // source's is (found by seed 888447386: x1 registered and activated, then connected).
+            breaks.append((connecting, ChaosClock.now &+ 100_000_000, .oscChanges))
+        }
         guard let state = daemon.state(), let seen = ChaosObservation(state) else { return ["/state unanswered"] }
         noteXruns(seen)
         var best: [String]?

@@ -83,15 +83,20 @@ public final class ChaosStage: @unchecked Sendable {
 
     /// Plays the tones of OSC-registered apps into their ports, as the programs behind them would
     /// once their ports appear: connects each source port to `<router>:<app>_in_<k>` if not yet.
-    public func connectRegistered(_ apps: [ChaosModel.App], routerClient: String = "duckrouter") {
-        guard let source else { return }
+    /// Returns whether it connected any: a tone joins mid-wave, a step at the sinks that is the
+    /// program's and not the router's (an app already active is heard from the next cycle).
+    @discardableResult
+    public func connectRegistered(_ apps: [ChaosModel.App], routerClient: String = "duckrouter") -> Bool {
+        guard let source else { return false }
+        var connected = false
         for app in apps where !app.fromSession {
             for (index, port) in app.sourcePorts.enumerated() {
                 let destination = "\(routerClient):\(app.name)_in_\(index + 1)"
                 guard source.client.portExists(destination), !source.client.connections(of: port).contains(destination) else { continue }
-                try? source.connect(port, to: destination)
+                if (try? source.connect(port, to: destination)) != nil { connected = true }
             }
         }
+        return connected
     }
 
     /// Every sink's events since the last call, by route.

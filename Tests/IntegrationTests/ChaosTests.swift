@@ -32,6 +32,18 @@ struct ChaosTests {
         #expect(report.steps.count >= 10, "\(report.steps.count) steps in 45 s")
     }
 
+    @Test("an app registered and made active over OSC before its program's tone is connected: the tone's first step is the program's (seed 888447386, its first 3 steps)")
+    func toneJoiningMidWave() throws {
+        var options = ChaosRun.Options(seconds: 45, seed: 888_447_386)
+        options.router = DaemonTests.binary.path
+        options.steps = 3
+        let report = try ChaosRun(options).run()
+        print(report.text)
+        #expect(report.steps.count == 3)
+        #expect(report.steps.last?.detail.contains("/app/x1/activate") == true, "the schedule changed: \(report.steps.last?.detail ?? "")")
+        #expect(report.passed, "\(report.violation ?? "")")
+    }
+
     @Test("45 s of faults from a seed of this run's own (printed): no violation")
     func randomSeed() throws {
         let seed = UInt64(Date().timeIntervalSince1970 * 1000) % 1_000_000_007
